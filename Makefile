@@ -1,0 +1,42 @@
+# The two commands of the README: `make demo` and `make test`. Everything else is for developers.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+export DO_NOT_TRACK := 1
+
+.PHONY: demo test test-unit lint fmt bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+# Build the bundled project with events (embedded default: DuckDB files, events to a file).
+demo: $(STAMP)
+	cd integration_project && ../$(BIN)/dbt-oml build --profiles-dir .
+	@echo "events: integration_project/target/openlineage/events.jsonl"
+
+# The whole suite, lint included, as CI runs it.
+test: $(STAMP)
+	$(BIN)/ruff check dbt_oml tests benchmarks
+	$(BIN)/python -m pytest
+
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest -m "not integration"
+
+lint: $(STAMP)
+	$(BIN)/ruff check dbt_oml tests benchmarks
+	$(BIN)/mypy
+
+fmt: $(STAMP)
+	$(BIN)/ruff format dbt_oml tests benchmarks
+	$(BIN)/ruff check --fix dbt_oml tests benchmarks
+
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -r benchmarks/requirements.txt
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) integration_project/target integration_project/logs integration_project/*.duckdb

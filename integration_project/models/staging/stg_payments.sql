@@ -1,0 +1,8 @@
+{{ config(materialized='ephemeral') }}
+
+select
+    payment_id,
+    order_id,
+    method as payment_method,
+    amount_cents / 100.0 as amount
+from {{ source('crm', 'payments') }}

@@ -1,0 +1,120 @@
+"""Shared fixtures: environment isolation, the mini artifacts, and runs of the bundled project."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = ROOT / "integration_project"
+MINI = Path(__file__).resolve().parent / "fixtures" / "artifacts" / "mini"
+SHARED = ROOT.parent / "shared"
+_ISOLATED_PREFIXES = ("DBT_OML_", "OPENLINEAGE", "DBT_")
+
+
+def pytest_report_header() -> list[str]:
+    from importlib.metadata import version
+
+    names = ["dbt-core", "dbt-duckdb", "duckdb", "sqlglot", "openlineage-python"]
+    return ["versions: " + ", ".join(f"{n} {version(n)}" for n in names)]
+
+
+@pytest.fixture(autouse=True)
+def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.startswith(_ISOLATED_PREFIXES) or key.lower().endswith("_proxy"):
+            monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("DO_NOT_TRACK", "1")
+
+
+@dataclass(frozen=True)
+class CliRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    events: list[dict[str, Any]]
+    project: Path
+    target: Path
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_ISOLATED_PREFIXES)}
+    env["DO_NOT_TRACK"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def run_cli(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+) -> CliRun:
+    """Run `dbt-oml` in a subprocess (dbt keeps global state per process)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "dbt_oml", *args],
+        cwd=cwd,
+        env=clean_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    target = cwd / "target"
+    return CliRun(
+        returncode=proc.returncode,
+        stdout=proc.stdout,
+        stderr=proc.stderr,
+        events=read_events(target / "openlineage" / "events.jsonl"),
+        project=cwd,
+        target=target,
+    )
+
+
+def copy_project(dest: Path) -> Path:
+    ignore = shutil.ignore_patterns("target*", "logs", "*.duckdb", "*.wal", ".user.yml")
+    shutil.copytree(PROJECT, dest, ignore=ignore)
+    return dest
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return copy_project(tmp_path / "project")
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
+    """`dbt-oml build` on the bundled project, local target: everything succeeds."""
+    proj = copy_project(tmp_path_factory.mktemp("built") / "project")
+    return run_cli(["build", "--profiles-dir", "."], cwd=proj)
+
+
+@pytest.fixture(scope="session")
+def failed(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
+    """`dbt-oml build` with the failing var: one model fails, its child is skipped."""
+    proj = copy_project(tmp_path_factory.mktemp("failed") / "project")
+    return run_cli(["build", "--profiles-dir", ".", "--vars", "{fail_model: true}"], cwd=proj)
+
+
+@pytest.fixture
+def mini_target(tmp_path: Path) -> Iterator[Path]:
+    """A copy of the hand-trimmed artifacts, as a dbt target directory."""
+    target = tmp_path / "target"
+    shutil.copytree(MINI, target)
+    yield target

@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dbt_oml.artifacts import (
+    KEPT_RUN_RESULTS,
+    read_artifacts,
+    read_catalog,
+    read_manifest,
+    read_run_results,
+)
+from dbt_oml.errors import ArtifactError
+
+
+def test_reads_the_mini_artifacts(mini_target: Path) -> None:
+    arts = read_artifacts(mini_target)
+    man = arts.manifest
+    assert man.project_name == "jaffle_oml"
+    assert man.adapter_type == "duckdb"
+    src = man.nodes["source.jaffle_oml.crm.customers"]
+    assert (src.database, src.schema, src.identifier) == ("crm", "sales", "Customers")
+    eph = man.nodes["model.jaffle_oml.stg_payments"]
+    assert eph.materialized == "ephemeral" and not eph.is_relation
+    assert arts.run_results is not None and arts.run_results.command == "build"
+    statuses = {r.unique_id: r.status for r in arts.run_results.results}
+    assert statuses["model.jaffle_oml.core_order_audit"] == "error"
+    assert arts.catalog is not None
+    cols = arts.catalog.columns["model.jaffle_oml.stg_orders"]
+    assert [c.name for c in cols][:2] == ["order_id", "customer_id"]
+    assert cols[0].type == "INTEGER"
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ArtifactError) as err:
+        read_manifest(tmp_path / "manifest.json")
+    assert err.value.path.endswith("manifest.json")
+    assert err.value.reason == "not found"
+
+
+def test_invalid_json(tmp_path: Path) -> None:
+    path = tmp_path / "run_results.json"
+    path.write_text('{"metadata": {')
+    with pytest.raises(ArtifactError, match="not valid JSON"):
+        read_run_results(path)
+
+
+def test_not_an_artifact(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.json"
+    path.write_text("[1, 2]")
+    with pytest.raises(ArtifactError, match="no metadata"):
+        read_catalog(path)
+
+
+@pytest.mark.parametrize(
+    ("version", "hint"),
+    [("v13", "upgrade dbt-oml"), ("v1", "upgrade dbt")],
+)
+def test_unsupported_schema_version(tmp_path: Path, version: str, hint: str) -> None:
+    path = tmp_path / "manifest.json"
+    url = f"https://schemas.getdbt.com/dbt/manifest/{version}.json"
+    path.write_text(json.dumps({"metadata": {"dbt_schema_version": url}, "nodes": {}}))
+    with pytest.raises(ArtifactError) as err:
+        read_manifest(path)
+    assert err.value.hint == hint
+
+
+def test_wrong_kind_of_artifact(tmp_path: Path, mini_target: Path) -> None:
+    path = tmp_path / "manifest.json"
+    path.write_text((mini_target / "run_results.json").read_text())
+    with pytest.raises(ArtifactError, match="no manifest dbt_schema_version"):
+        read_manifest(path)
+
+
+def test_malformed_node(tmp_path: Path, mini_target: Path) -> None:
+    doc = json.loads((mini_target / "manifest.json").read_text())
+    doc["nodes"]["model.x.broken"] = {"name": "broken"}  # no unique_id
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ArtifactError, match="malformed node"):
+        read_manifest(path)
+
+
+def test_unknown_fields_are_ignored(tmp_path: Path, mini_target: Path) -> None:
+    doc = json.loads((mini_target / "run_results.json").read_text())
+    doc["brand_new_field"] = {"x": 1}
+    doc["results"][0]["another_new_field"] = [1]
+    path = tmp_path / "run_results.json"
+    path.write_text(json.dumps(doc))
+    assert read_run_results(path).results[0].unique_id == doc["results"][0]["unique_id"]
+
+
+def test_docs_generate_results_are_replaced_by_the_kept_copy(mini_target: Path) -> None:
+    build = json.loads((mini_target / "run_results.json").read_text())
+    (mini_target / KEPT_RUN_RESULTS).write_text(json.dumps(build))
+    docs = dict(build, args={"which": "generate"}, results=[])
+    (mini_target / "run_results.json").write_text(json.dumps(docs))
+    arts = read_artifacts(mini_target)
+    assert arts.run_results is not None
+    assert arts.run_results.command == "build"
+    assert len(arts.run_results.results) == len(build["results"])
+
+
+def test_catalog_is_optional(mini_target: Path) -> None:
+    (mini_target / "catalog.json").unlink()
+    assert read_artifacts(mini_target).catalog is None

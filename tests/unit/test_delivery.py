@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from openlineage.client import OpenLineageClient
+from openlineage.client.event_v2 import RunEvent
+
+from dbt_oml.artifacts import read_artifacts
+from dbt_oml.delivery import MAX_CONSECUTIVE_FAILURES, Delivery, read_outbox, redact, to_dict
+from dbt_oml.errors import ArtifactError
+from dbt_oml.events import EventSettings, Invocation, build_events
+from dbt_oml.namespaces import Namespaces
+from tests.unit.test_events import STARTED
+
+
+def _events(target: Path) -> list[RunEvent]:
+    return build_events(
+        read_artifacts(target),
+        invocation=Invocation(invocation_id="inv", started_at=STARTED, command="build", project_name="p"),
+        namespaces=Namespaces(by_catalog={}, fallback="duckdb://pod"),
+        settings=EventSettings(producer="https://example.com/p", adapter_version="0"),
+    )
+
+
+class Flaky:
+    def __init__(self, fail: int) -> None:
+        self.fail = fail
+        self.calls = 0
+        self.sent: list[RunEvent] = []
+
+    def emit(self, event: RunEvent) -> None:
+        self.calls += 1
+        if self.calls <= self.fail:
+            raise ConnectionError("POST https://bot:SECRET@om:8585/api/v1/lineage refused")
+        self.sent.append(event)
+
+    def close(self, timeout: float = -1.0) -> bool:
+        return True
+
+
+def test_a_dead_transport_is_tried_a_bounded_number_of_times(mini_target: Path, tmp_path: Path) -> None:
+    events = _events(mini_target)
+    flaky = Flaky(fail=10**6)
+    delivery = Delivery(flaky, outbox=tmp_path / "outbox" / "x.jsonl", target="om")
+    delivery.send_all(events)
+    report = delivery.close()
+    assert flaky.calls == MAX_CONSECUTIVE_FAILURES
+    assert report.delivered == 0 and report.failed == len(events)
+    kept = read_outbox(tmp_path / "outbox" / "x.jsonl")
+    assert [to_dict(e) for e in kept] == [to_dict(e) for e in events]
+    assert all("SECRET" not in err for err in report.errors)
+
+
+def test_a_passing_failure_keeps_only_the_failed_event(mini_target: Path, tmp_path: Path) -> None:
+    events = _events(mini_target)
+    flaky = Flaky(fail=1)
+    delivery = Delivery(flaky, outbox=tmp_path / "o.jsonl", target="om")
+    delivery.send_all(events)
+    assert delivery.report.delivered == len(events) - 1
+    assert [e.run.runId for e in read_outbox(tmp_path / "o.jsonl")] == [events[0].run.runId]
+
+
+def test_outbox_replays_through_a_real_client(mini_target: Path, tmp_path: Path) -> None:
+    events = _events(mini_target)
+    outbox = tmp_path / "o.jsonl"
+    delivery = Delivery(Flaky(fail=10**6), outbox=outbox, target="x")
+    delivery.send_all(events)
+    sink = tmp_path / "sink.jsonl"
+    client = OpenLineageClient(config={"transport": {"type": "file", "log_file_path": str(sink), "append": True}})
+    Delivery(client, outbox=tmp_path / "again.jsonl", target="file").send_all(read_outbox(outbox))
+    replayed = [json.loads(line) for line in sink.read_text().splitlines()]
+    assert [e["run"]["runId"] for e in replayed] == [e.run.runId for e in events]
+    assert replayed[3]["inputs"] == to_dict(events[3])["inputs"]
+
+
+def test_dry_run_collects(mini_target: Path, tmp_path: Path) -> None:
+    delivery = Delivery(None, outbox=tmp_path / "o.jsonl", target="stdout")
+    delivery.send_all(_events(mini_target))
+    assert len(delivery.report.collected) > 2 and not (tmp_path / "o.jsonl").exists()
+
+
+def test_corrupt_outbox_line(tmp_path: Path) -> None:
+    path = tmp_path / "o.jsonl"
+    path.write_text('{"eventType": "START"}\n')
+    with pytest.raises(ArtifactError) as err:
+        read_outbox(path)
+    assert err.value.path.endswith("o.jsonl:1")
+
+
+def test_redact() -> None:
+    assert "pw" not in redact("https://u:pw@h/x?api_key=pw")
