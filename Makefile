@@ -21,6 +21,7 @@ demo: $(STAMP)
 # The whole suite, lint included, as CI runs it.
 test: $(STAMP)
 	$(BIN)/ruff check dbt_oml tests benchmarks
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 test-unit: $(STAMP)
@@ -34,9 +35,13 @@ fmt: $(STAMP)
 	$(BIN)/ruff format dbt_oml tests benchmarks
 	$(BIN)/ruff check --fix dbt_oml tests benchmarks
 
+# dbt-ol (openlineage-dbt) is installed only in the benchmark's own virtualenv.
+BENCH_VENV := benchmarks/.venv
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -r benchmarks/requirements.txt
-	$(BIN)/python benchmarks/run.py
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --force-reinstall --no-deps .
+	$(BENCH_VENV)/bin/python -m pip install --quiet . -r benchmarks/requirements.txt
+	$(BENCH_VENV)/bin/python benchmarks/run.py
 
 clean:
 	rm -rf $(VENV) integration_project/target integration_project/logs integration_project/*.duckdb

@@ -7,6 +7,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from dbt_oml.errors import DbtOmlError  # noqa: E402
+from dbt_oml.errors import DbtOmlError
 
 __all__ = ["DbtOmlError", "__version__"]

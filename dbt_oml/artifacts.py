@@ -208,6 +208,14 @@ def _check_version(path: Path, kind: str, url: object) -> None:
         )
 
 
+def _obj(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value != "" else None
 
@@ -277,12 +285,12 @@ _CONFIG_KEYS = ("materialized", "access", "unique_key", "incremental_strategy", 
 
 
 def _node(raw: dict[str, Any]) -> Node:
-    config = raw.get("config") if isinstance(raw.get("config"), dict) else {}
-    meta = {**(config.get("meta") or {}), **(raw.get("meta") or {})}
+    config = _obj(raw.get("config"))
+    meta = {**_obj(config.get("meta")), **_obj(raw.get("meta"))}
     resource_type = str(raw.get("resource_type"))
     is_source = resource_type == "source"
-    depends = raw.get("depends_on") if isinstance(raw.get("depends_on"), dict) else {}
-    tags = raw.get("tags") if isinstance(raw.get("tags"), list) else []
+    depends = _obj(raw.get("depends_on"))
+    tags = _list(raw.get("tags"))
     return Node(
         unique_id=str(raw["unique_id"]),
         resource_type=resource_type,
@@ -290,11 +298,10 @@ def _node(raw: dict[str, Any]) -> Node:
         package_name=str(raw.get("package_name") or ""),
         database=_str(raw.get("database")),
         schema=_str(raw.get("schema")),
-        identifier=_str(raw.get("identifier" if is_source else "alias"))
-        or _str(raw.get("name")),
+        identifier=_str(raw.get("identifier" if is_source else "alias")) or _str(raw.get("name")),
         materialized=None if is_source else _str(config.get("materialized")),
         compiled_code=_str(raw.get("compiled_code")) or _str(raw.get("compiled_sql")),
-        depends_on=tuple(n for n in depends.get("nodes") or () if isinstance(n, str)),
+        depends_on=tuple(n for n in _list(depends.get("nodes")) if isinstance(n, str)),
         description=str(raw.get("description") or ""),
         columns=_columns(raw.get("columns")),
         tags=tuple(str(t) for t in tags),
@@ -338,10 +345,10 @@ def _result(raw: dict[str, Any]) -> NodeResult:
             started_at=parse_time(t.get("started_at")),
             completed_at=parse_time(t.get("completed_at")),
         )
-        for t in raw.get("timing") or ()
+        for t in _list(raw.get("timing"))
         if isinstance(t, dict)
     )
-    response = raw.get("adapter_response") if isinstance(raw.get("adapter_response"), dict) else {}
+    response = _obj(raw.get("adapter_response"))
     rows = response.get("rows_affected")
     failures = raw.get("failures")
     return NodeResult(
@@ -359,7 +366,7 @@ def read_run_results(path: Path) -> RunResults:
     """Read run_results.json (schema v2-v6)."""
     doc = _load(path, "run-results")
     meta = doc["metadata"]
-    args = doc.get("args") if isinstance(doc.get("args"), dict) else {}
+    args = _obj(doc.get("args"))
     try:
         results = tuple(_result(r) for r in doc.get("results") or ())
     except (KeyError, TypeError, AttributeError) as e:

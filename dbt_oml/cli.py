@@ -57,7 +57,8 @@ Options (anywhere on the line; everything else goes to dbt unchanged):
   --job-namespace NS            job namespace (default: OPENLINEAGE_NAMESPACE or "dbt")
   --openlineage-dbt-job-name N  name of the invocation's job (default dbt-run-<project>)
   --outbox-dir DIR              where undelivered events are kept (default <target>/dbt_oml/outbox)
-  --events-file FILE            file of the default transport (default <target>/openlineage/events.jsonl)
+  --events-file FILE            file of the default transport
+                                (default <target>/openlineage/events.jsonl)
   --config FILE                 dbt-oml config file (default ./dbt-oml.yml if present)
   --oml-log-level LEVEL         DEBUG, INFO (default), WARNING or ERROR
   --consume-structured-logs     accepted for dbt-ol compatibility; events are always real-time
@@ -74,7 +75,7 @@ Exit codes:
   5        a dbt-oml bug (traceback printed); after a dbt run, dbt's code still wins
 """
 
-_OPTIONS = [
+_OPTIONS: list[click.Parameter] = [
     click.Option(["--dry-run"], is_flag=True, default=None),
     click.Option(["--namespace", "namespaces"], multiple=True),
     click.Option(["--duckdb-namespace"]),
@@ -89,7 +90,7 @@ _OPTIONS = [
     click.Option(["--oml-log-level"]),
     click.Option(["--consume-structured-logs"], is_flag=True, default=None),
 ]
-_EMIT_OPTIONS = [
+_EMIT_OPTIONS: list[click.Parameter] = [
     click.Option(["--project-dir"]),
     click.Option(["--profiles-dir"]),
     click.Option(["--profile"]),
@@ -134,17 +135,21 @@ def _summary(report: Any, *, dry_run: bool) -> None:
         click.echo(json.dumps({"events": delivery.collected}, indent=1, sort_keys=True))
         click.echo(f"dbt-oml: {report.events_built} events built (dry run, nothing sent)", err=True)
     else:
-        line = f"dbt-oml: {report.events_built} events, {delivery.delivered} delivered to {report.destination}"
+        line = (
+            f"dbt-oml: {report.events_built} events, {delivery.delivered} delivered to "
+            f"{report.destination}"
+        )
         if delivery.failed:
-            line += f"; {delivery.failed} NOT delivered, kept in {delivery.outbox} (send later: dbt-oml replay {delivery.outbox})"
+            line += (
+                f"; {delivery.failed} NOT delivered, kept in {delivery.outbox} "
+                f"(send later: dbt-oml replay {delivery.outbox})"
+            )
         click.echo(line, err=True)
     if report.namespaces:
         shown = ", ".join(f"{k} -> {v}" for k, v in sorted(report.namespaces.items()))
         click.echo(f"dbt-oml: namespaces: {shown}", err=True)
     for error in delivery.errors[:3]:
         logger.error("delivery: %s", error)
-    for problem in report.problems:
-        logger.warning("%s", problem)
 
 
 def _emit(settings: Any, rest: list[str], cwd: Path) -> Any:
@@ -178,7 +183,7 @@ def _emit(settings: Any, rest: list[str], cwd: Path) -> Any:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:  # noqa: PLR0911, C901 - the one exit-code table
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `dbt-oml`; returns the exit code (see HELP)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in {"-h", "--help", "help"}:
@@ -218,7 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: PLR0911, C901 - the
         return report.dbt_return_code if report.dbt_return_code is not None else ExitCode.USAGE
     except Exception:  # noqa: BLE001 - the single catch-all: a dbt-oml bug must not hide dbt's result
         traceback.print_exc()
-        click.echo("dbt-oml: internal error while emitting lineage (a bug; please report it)", err=True)
+        click.echo(
+            "dbt-oml: internal error while emitting lineage (a bug; please report it)", err=True
+        )
         if report.dbt_return_code is None:
             return ExitCode.BUG
         if report.dbt_return_code == 0 and settings.fail_on_emit_error:
@@ -228,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: PLR0911, C901 - the
         _summary(report, dry_run=settings.dry_run)
     elif report.dbt_return_code == ExitCode.DBT_ERROR and report.dbt_error:
         click.echo(f"dbt: {report.dbt_error}", err=True)  # in-process dbt does not print these
+    for problem in report.problems:
+        logger.warning("%s", problem)
     rc = report.dbt_return_code if report.dbt_return_code is not None else ExitCode.DBT_ERROR
     if rc == 0 and settings.fail_on_emit_error and report.delivery.failed:
         return ExitCode.DELIVERY_FAILED
@@ -240,7 +249,9 @@ def _own_command(command: str, settings: Any, rest: list[str], cwd: Path) -> int
     try:
         if command == "replay":
             if not rest:
-                raise ConfigError(key="replay", source="command line", reason="needs outbox FILE(s)")
+                raise ConfigError(
+                    key="replay", source="command line", reason="needs outbox FILE(s)"
+                )
             report = pipeline.replay(settings, [Path(p) for p in rest], target_path=cwd / "target")
         else:
             report = _emit(settings, rest, cwd)
@@ -258,4 +269,6 @@ def _own_command(command: str, settings: Any, rest: list[str], cwd: Path) -> int
         click.echo(f"dbt-oml {command}: internal error (a bug; please report it)", err=True)
         return ExitCode.BUG
     _summary(report, dry_run=settings.dry_run)
+    for problem in report.problems:
+        logger.warning("%s", problem)
     return ExitCode.DELIVERY_FAILED if report.delivery.failed else ExitCode.SUCCESS

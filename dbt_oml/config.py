@@ -87,7 +87,9 @@ def _mapping(value: object, key: str, source: str) -> dict[str, str]:
         catalog, sep, namespace = item.partition("=")
         if not sep or not catalog.strip() or not namespace.strip():
             raise ConfigError(
-                key=key, source=source, reason=f"{item!r} is not CATALOG=NAMESPACE",
+                key=key,
+                source=source,
+                reason=f"{item!r} is not CATALOG=NAMESPACE",
                 hint="for example crm=mysql://crm-db:3306",
             )
         out[catalog.strip()] = namespace.strip()
@@ -99,13 +101,17 @@ def _naming(value: object, key: str, source: str) -> JobNaming:
         return JobNaming(str(value))
     except ValueError:
         valid = ", ".join(m.value for m in JobNaming)
-        raise ConfigError(key=key, source=source, reason=f"{value!r} is not one of {valid}") from None
+        raise ConfigError(
+            key=key, source=source, reason=f"{value!r} is not one of {valid}"
+        ) from None
 
 
 def _level(value: object, key: str, source: str) -> str:
     level = str(value).upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
-        raise ConfigError(key=key, source=source, reason=f"{value!r} is not DEBUG/INFO/WARNING/ERROR")
+        raise ConfigError(
+            key=key, source=source, reason=f"{value!r} is not DEBUG/INFO/WARNING/ERROR"
+        )
     return level
 
 
@@ -123,7 +129,9 @@ def _path(value: object, key: str, source: str) -> Path:
 def _transport(value: object, key: str, source: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping) or "type" not in value:
         raise ConfigError(
-            key=key, source=source, reason="must be a mapping with a `type`",
+            key=key,
+            source=source,
+            reason="must be a mapping with a `type`",
             hint="see the openlineage-python transport docs, e.g. {type: http, url: ...}",
         )
     return dict(value)
@@ -224,7 +232,9 @@ def load_settings(
         for key, value in _read_file(config_path).items():
             if key not in KEYS:
                 raise ConfigError(
-                    key=str(key), source=source, reason="unknown setting",
+                    key=str(key),
+                    source=source,
+                    reason="unknown setting",
                     hint="valid settings: " + ", ".join(sorted(KEYS)),
                 )
             values[key] = KEYS[key](value, key, source)

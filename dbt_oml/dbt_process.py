@@ -110,7 +110,7 @@ def _context_from_dbt(invocation_id: str) -> DbtContext | None:
         return None
     adapter = next(iter(adapters.values()))
     config = adapter.config
-    flags = get_flags()
+    flags = get_flags()  # type: ignore[no-untyped-call]
     root = Path(config.project_root).resolve()
     target_path = Path(config.target_path)
     started = get_invocation_started_at()
@@ -153,7 +153,7 @@ class _Bridge:
     def _handle(self, event: EventMsg) -> None:
         name = event.info.name
         if self.context is None and name not in {"MainReportVersion", "MainReportArgs"}:
-            self.context = _context_from_dbt(event.info.invocation_id)
+            self.context = _context_from_dbt(str(event.info.invocation_id))  # type: ignore[attr-defined]
             if self.context is not None:
                 self.items.put(self.context)
         if name == "NodeStart":
@@ -175,7 +175,7 @@ class _Bridge:
                     self.listener.on_invocation(item)
                 elif isinstance(item, NodeStarted):
                     self.listener.on_node_start(item)
-            except Exception as e:  # noqa: BLE001 - the listener's bugs must not stop dbt
+            except Exception as e:
                 logger.debug("listener failed", exc_info=True)
                 self.errors.append(f"listener: {type(e).__name__}: {e}")
 
@@ -223,9 +223,13 @@ def _failure_summary(result: object) -> str:
 def docs_generate_args(context: DbtContext) -> list[str]:
     """`dbt docs generate` for the same project, profile, target and target path."""
     args = [
-        "docs", "generate", "--quiet",
-        "--project-dir", str(context.project_root),
-        "--target-path", str(context.target_path),
+        "docs",
+        "generate",
+        "--quiet",
+        "--project-dir",
+        str(context.project_root),
+        "--target-path",
+        str(context.target_path),
     ]
     if context.profiles_dir:
         args += ["--profiles-dir", context.profiles_dir]

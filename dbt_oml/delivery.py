@@ -86,14 +86,18 @@ def from_dict(doc: Mapping[str, Any]) -> RunEvent:
         job=Job(namespace=job["namespace"], name=job["name"], facets=job.get("facets") or {}),
         inputs=[
             InputDataset(
-                namespace=d["namespace"], name=d["name"], facets=d.get("facets") or {},
+                namespace=d["namespace"],
+                name=d["name"],
+                facets=d.get("facets") or {},
                 inputFacets=d.get("inputFacets") or {},
             )
             for d in doc.get("inputs") or ()
         ],
         outputs=[
             OutputDataset(
-                namespace=d["namespace"], name=d["name"], facets=d.get("facets") or {},
+                namespace=d["namespace"],
+                name=d["name"],
+                facets=d.get("facets") or {},
                 outputFacets=d.get("outputFacets") or {},
             )
             for d in doc.get("outputs") or ()
@@ -127,7 +131,7 @@ class Delivery:
                 return
             try:
                 self._emitter.emit(event)
-            except Exception as e:  # noqa: BLE001 - any transport's failure must not stop the run
+            except Exception as e:
                 self._consecutive += 1
                 self.report.errors.append(redact(f"{type(e).__name__}: {e}"))
                 logger.debug("emit failed", exc_info=True)
@@ -135,7 +139,9 @@ class Delivery:
                 if self._consecutive == MAX_CONSECUTIVE_FAILURES:
                     logger.warning(
                         "%s failed %d times in a row; keeping the remaining events in %s",
-                        self._target, self._consecutive, self._outbox,
+                        self._target,
+                        self._consecutive,
+                        self._outbox,
                     )
             else:
                 self._consecutive = 0

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
+from typing import cast
 
 from openlineage.client.event_v2 import (
     InputDataset,
@@ -22,7 +23,7 @@ from openlineage.client.event_v2 import (
     RunEvent,
     RunState,
 )
-from openlineage.client.facet_v2 import JobFacet, RunFacet, parent_run
+from openlineage.client.facet_v2 import DatasetFacet, JobFacet, RunFacet, parent_run
 
 from dbt_oml import facets
 from dbt_oml.artifacts import Catalog, Column, Manifest, Node, NodeResult, RunArtifacts
@@ -241,7 +242,7 @@ class EventBuilder:
             )
         }
 
-    def _event(  # noqa: PLR0913 - one place assembles every event
+    def _event(
         self,
         *,
         state: RunState,
@@ -290,7 +291,9 @@ class EventBuilder:
 
     def _node_job_facets(self, node: Node, sql: str | None) -> dict[str, JobFacet]:
         producer = self.settings.producer
-        out: dict[str, JobFacet] = {"jobType": facets.job_type(JOB_TYPES[node.resource_type], producer)}
+        out: dict[str, JobFacet] = {
+            "jobType": facets.job_type(JOB_TYPES[node.resource_type], producer)
+        }
         if sql:
             out["sql"] = facets.sql(sql, self.invocation.adapter_type, producer)
         if node.description:
@@ -317,7 +320,11 @@ class EventBuilder:
             rid=self.node_run_id(unique_id, started_at),
             job=self.job_name(node),
             job_facets=self._node_job_facets(node, None),
-            run_facets={**self._run_facets(), **self._parent_facet(), **facets.tags(node, self.settings.producer)},
+            run_facets={
+                **self._run_facets(),
+                **self._parent_facet(),
+                **facets.tags(node, self.settings.producer),
+            },
             inputs=self.inputs(node, None),
             outputs=[self.output(node)],
         )
@@ -329,7 +336,11 @@ class EventBuilder:
         if node is None or state is None or not self.emits_for(node):
             return None
         sql = result.compiled_code or node.compiled_code
-        run_facets = {**self._run_facets(), **self._parent_facet(), **facets.tags(node, self.settings.producer)}
+        run_facets = {
+            **self._run_facets(),
+            **self._parent_facet(),
+            **facets.tags(node, self.settings.producer),
+        }
         if state is RunState.FAIL:
             message = result.message or f"dbt reported status {result.status}"
             run_facets["errorMessage"] = facets.error_message(message, self.settings.producer)
@@ -364,7 +375,9 @@ class EventBuilder:
         """The relation a test checks: its attached node, else its only relation parent."""
         if test.test is not None and test.test.attached_node:
             return self.manifest.get(test.test.attached_node)
-        parents = [p for p in (self.manifest.get(u) for u in test.depends_on) if p and p.is_relation]
+        parents = [
+            p for p in (self.manifest.get(u) for u in test.depends_on) if p and p.is_relation
+        ]
         return parents[0] if len(parents) == 1 else None
 
     def test_events(self, results: Iterable[NodeResult]) -> list[RunEvent]:
@@ -387,37 +400,54 @@ class EventBuilder:
             ends = [r.completed_at for _, r in items if r.completed_at]
             start = min(starts) if starts else self.invocation.started_at
             end = max(ends) if ends else start
-            checks = [facets.assertion(test=t, status=r.status, failures=r.failures) for t, r in items]
+            checks = [
+                facets.assertion(test=t, status=r.status, failures=r.failures) for t, r in items
+            ]
             ref = self.dataset(target)
             dq = facets.assertions(checks, producer)
             tested = InputDataset(
                 namespace=ref.namespace,
                 name=ref.name,
                 facets={
-                    **facets.dataset_facets(node=target, namespace=ref.namespace, columns=self.columns(target), producer=producer),
-                    **dq,  # dbt-ol sends assertions in `facets` too; some consumers read them there
+                    **facets.dataset_facets(
+                        node=target,
+                        namespace=ref.namespace,
+                        columns=self.columns(target),
+                        producer=producer,
+                    ),
+                    # dbt-ol sends assertions in `facets` too; some consumers read them there
+                    **cast("dict[str, DatasetFacet]", dq),
                 },
                 inputFacets=dq,
             )
             failed = any(r.status in {"fail", "error"} for _, r in items)
-            rid = self.node_run_id(f"test:{uid}", start)
-            common = {
-                "rid": rid,
-                "job": self.job_name(target, "test"),
-                "job_facets": {"jobType": facets.job_type("TEST", producer)},
-            }
-            run_facets = {**self._run_facets(), **self._parent_facet()}
-            events.append(self._event(state=RunState.START, at=start, run_facets=run_facets, inputs=[tested], **common))  # type: ignore[arg-type]
-            events.append(
-                self._event(
-                    state=RunState.FAIL if failed else RunState.COMPLETE,
-                    at=end,
-                    run_facets=run_facets,
-                    inputs=[tested],
-                    **common,  # type: ignore[arg-type]
-                )
-            )
+            events += self._test_run(target, tested, start, end, failed=failed)
         return events
+
+    def _test_run(
+        self, target: Node, tested: InputDataset, start: datetime, end: datetime, *, failed: bool
+    ) -> list[RunEvent]:
+        rid = self.node_run_id(f"test:{target.unique_id}", start)
+        job = self.job_name(target, "test")
+        run_facets = {**self._run_facets(), **self._parent_facet()}
+        job_facets: dict[str, JobFacet] = {
+            "jobType": facets.job_type("TEST", self.settings.producer)
+        }
+        return [
+            self._event(
+                state=state,
+                at=at,
+                rid=rid,
+                job=job,
+                job_facets=job_facets,
+                run_facets=run_facets,
+                inputs=[tested],
+            )
+            for state, at in (
+                (RunState.START, start),
+                (RunState.FAIL if failed else RunState.COMPLETE, end),
+            )
+        ]
 
 
 def build_events(

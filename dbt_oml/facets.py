@@ -179,7 +179,7 @@ def assertion(
     *, test: Node, status: str, failures: int | None
 ) -> data_quality_assertions_dataset.Assertion:
     info = test.test
-    assert info is not None  # noqa: S101 - callers pass test nodes only
+    assert info is not None
     params: dict[str, Any] = dict(info.kwargs)
     return data_quality_assertions_dataset.Assertion(
         assertion=info.assertion,

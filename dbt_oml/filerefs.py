@@ -53,7 +53,7 @@ def file_dataset(path: str, *, cwd: str) -> FileDataset:
     return FileDataset(namespace="file", name=posixpath.normpath(full))
 
 
-def _literals(node: exp.Expression) -> list[str]:
+def _literals(node: exp.Func) -> list[str]:
     first = node.this if isinstance(node.this, exp.Expression) else None
     args = [first] if first is not None else []
     args += list(node.expressions)
@@ -89,8 +89,9 @@ def file_paths(sql: str, *, dialect: str = "duckdb") -> list[str]:
         for table in statement.find_all(exp.Table):
             target = table.this
             if isinstance(target, exp.Func) and (
-                _READERS.match(target.sql_name()) or _READERS.match(str(target.name or ""))
-                or isinstance(target, exp.Anonymous) and _READERS.match(str(target.this))
+                _READERS.match(target.sql_name())
+                or _READERS.match(str(target.name or ""))
+                or (isinstance(target, exp.Anonymous) and _READERS.match(str(target.this)))
             ):
                 for path in _literals(target):
                     seen.setdefault(path, None)

@@ -66,10 +66,10 @@ def _server(conn: str, *, scheme: str, default_port: int, catalog: str) -> str:
         parts = urlsplit(conn)
         host, port = parts.hostname, parts.port
     elif ";" in conn:  # ODBC / ADO style: Server=host,port;Database=...
-        pairs = dict(
-            (k.strip().lower(), v.strip())
+        pairs = {
+            k.strip().lower(): v.strip()
             for k, _, v in (p.partition("=") for p in conn.split(";") if "=" in p)
-        )
+        }
         server = pairs.get("server") or pairs.get("data source") or pairs.get("address") or ""
         server = server.removeprefix("tcp:")
         host, _, port = server.partition(",")
@@ -119,7 +119,7 @@ def _duckdb(spec: CatalogSpec, ctx: _Ctx) -> str:
 
 
 def _fill(ctx: _Ctx, spec: CatalogSpec, path: str) -> str:
-    assert ctx.duckdb_default is not None  # noqa: S101 - callers check
+    assert ctx.duckdb_default is not None
     stem = posixpath.splitext(posixpath.basename(path))[0] or spec.alias
     return ctx.duckdb_default.replace("{alias}", spec.alias).replace("{stem}", stem)
 
@@ -129,7 +129,7 @@ def _sqlite(spec: CatalogSpec, ctx: _Ctx) -> str:
 
 
 def _server_rule(scheme: str, port: int) -> Callable[[CatalogSpec, _Ctx], str]:
-    def rule(spec: CatalogSpec, ctx: _Ctx) -> str:
+    def rule(spec: CatalogSpec, _ctx: _Ctx) -> str:
         return _server(spec.path, scheme=scheme, default_port=port, catalog=spec.alias)
 
     return rule
@@ -149,9 +149,7 @@ RULES: Mapping[str, Callable[[CatalogSpec, _Ctx], str]] = {
 }
 
 
-def namespace_for(
-    spec: CatalogSpec, *, cwd: str = "/", duckdb_default: str | None = None
-) -> str:
+def namespace_for(spec: CatalogSpec, *, cwd: str = "/", duckdb_default: str | None = None) -> str:
     """The namespace of one catalog.
 
     Args:

@@ -15,6 +15,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from openlineage.client.event_v2 import RunEvent, RunState
+
 from dbt_oml import __version__
 from dbt_oml.artifacts import (
     KEPT_MANIFEST,
@@ -42,7 +44,6 @@ from dbt_oml.events import (
     build_events,
 )
 from dbt_oml.namespaces import CatalogSpec, Namespaces, resolve_namespaces
-from openlineage.client.event_v2 import RunEvent, RunState
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +51,8 @@ PRODUCER = f"https://github.com/dbt-oml/dbt-oml/tree/{__version__}"
 #: dbt-oml's own files inside dbt's target directory.
 STATE_DIR = "dbt_oml"
 NODE_STARTS = "node_starts.json"
+#: Commands that change relations, after which `dbt docs generate` is worth its time.
+CATALOG_COMMANDS = frozenset({"build", "run", "seed", "snapshot", "retry"})
 
 
 @dataclass(slots=True)
@@ -100,7 +103,9 @@ def make_emitter(settings: Settings, target_path: Path) -> tuple[Emitter | None,
     return client, where
 
 
-def _namespaces(settings: Settings, catalogs: Sequence[CatalogSpec], cwd: Path, report: Report) -> Namespaces:
+def _namespaces(
+    settings: Settings, catalogs: Sequence[CatalogSpec], cwd: Path, report: Report
+) -> Namespaces:
     resolution = resolve_namespaces(
         catalogs,
         overrides=settings.namespaces,
@@ -161,9 +166,14 @@ class LiveEmitter:
             invocation=_invocation(context),
             namespaces=namespaces,
             settings=_event_settings(self.settings, self.cwd, context.project_root),
-            manifest=Manifest(path="", dbt_version=context.dbt_version, invocation_id=None,
-                              adapter_type=context.adapter_type, project_name=context.project_name,
-                              nodes={}),
+            manifest=Manifest(
+                path="",
+                dbt_version=context.dbt_version,
+                invocation_id=None,
+                adapter_type=context.adapter_type,
+                project_name=context.project_name,
+                nodes={},
+            ),
         )
         self._send(self.builder.parent_start())
 
@@ -179,7 +189,7 @@ class LiveEmitter:
             self._send(start)
 
     def _load_manifest(self, context: DbtContext) -> None:
-        assert self.builder is not None  # noqa: S101
+        assert self.builder is not None
         try:
             manifest = read_manifest(context.target_path / "manifest.json")
         except ArtifactError as e:
@@ -194,7 +204,7 @@ class LiveEmitter:
         self.builder.manifest = manifest
 
     def _send(self, event: RunEvent) -> None:
-        assert self.delivery is not None  # noqa: S101
+        assert self.delivery is not None
         self.report.events_built += 1
         self.delivery.send(event)
 
@@ -227,7 +237,10 @@ def _keep_build_artifacts(ctx: DbtContext) -> bool:
 def _write_node_starts(ctx: DbtContext, starts: Mapping[str, datetime]) -> None:
     folder = ctx.target_path / STATE_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    doc = {"invocation_id": ctx.invocation_id, "node_starts": {k: v.isoformat() for k, v in starts.items()}}
+    doc = {
+        "invocation_id": ctx.invocation_id,
+        "node_starts": {k: v.isoformat() for k, v in starts.items()},
+    }
     (folder / NODE_STARTS).write_text(json.dumps(doc, indent=1, sort_keys=True), encoding="utf-8")
 
 
@@ -264,7 +277,7 @@ def build(
     try:
         if ctx.command in BUILD_COMMANDS and _keep_build_artifacts(ctx):
             _write_node_starts(ctx, invocation.node_starts)
-            if settings.docs_generate:
+            if settings.docs_generate and ctx.command in CATALOG_COMMANDS:
                 docs = run_dbt(docs_generate_args(ctx))
                 if docs.return_code != 0:
                     report.problems.append(
@@ -275,7 +288,9 @@ def build(
             if not settings.docs_generate and artifacts.catalog is not None:
                 generated = artifacts.catalog.generated_at
                 if generated is None or generated < ctx.started_at:
-                    artifacts = RunArtifacts(manifest=artifacts.manifest, run_results=artifacts.run_results)
+                    artifacts = RunArtifacts(
+                        manifest=artifacts.manifest, run_results=artifacts.run_results
+                    )
             events = build_events(
                 artifacts,
                 invocation=builder.invocation,
@@ -345,11 +360,15 @@ def resolve_context(
 
     if not (project_dir / "dbt_project.yml").is_file():
         raise ConfigError(
-            key="project-dir", source=str(project_dir), reason="has no dbt_project.yml",
+            key="project-dir",
+            source=str(project_dir),
+            reason="has no dbt_project.yml",
             hint="pass --project-dir or set DBT_PROJECT_DIR",
         )
     set_invocation_context(dict(environ))
-    profiles = profiles_dir or (project_dir if (project_dir / "profiles.yml").is_file() else Path.home() / ".dbt")
+    profiles = profiles_dir or (
+        project_dir if (project_dir / "profiles.yml").is_file() else Path.home() / ".dbt"
+    )
     set_from_args(Args(PROFILES_DIR=str(profiles), TARGET=target, PROFILE=profile), None)
     try:
         loaded = load_profile(str(project_dir), dict(cli_vars), profile, target, None)
@@ -357,7 +376,9 @@ def resolve_context(
     except DbtBaseException as e:
         first = str(e).strip().splitlines()
         raise ConfigError(
-            key="profile", source=str(profiles), reason=first[-1] if first else type(e).__name__,
+            key="profile",
+            source=str(profiles),
+            reason=first[-1] if first else type(e).__name__,
             hint="pass --profiles-dir/--target as for dbt",
         ) from e
     tpath = target_path or Path(project.target_path)
@@ -365,12 +386,16 @@ def resolve_context(
         tpath = project_dir / tpath
     adapter = str(loaded.credentials.type)
     return (
-        project.project_name, loaded.profile_name, loaded.target_name, tpath,
-        catalogs_of(adapter, loaded.credentials), adapter,
+        project.project_name,
+        loaded.profile_name,
+        loaded.target_name,
+        tpath,
+        catalogs_of(adapter, loaded.credentials),
+        adapter,
     )
 
 
-def emit(  # noqa: PLR0913
+def emit(
     settings: Settings,
     *,
     project_dir: Path,
@@ -385,20 +410,33 @@ def emit(  # noqa: PLR0913
     """`dbt-oml emit`: build and send the events of existing artifacts, without running dbt."""
     report = Report()
     project, profile_name, target_name, tpath, catalogs, adapter = resolve_context(
-        project_dir=project_dir, profiles_dir=profiles_dir, profile=profile, target=target,
-        target_path=target_path, cli_vars=cli_vars, environ=environ,
+        project_dir=project_dir,
+        profiles_dir=profiles_dir,
+        profile=profile,
+        target=target,
+        target_path=target_path,
+        cli_vars=cli_vars,
+        environ=environ,
     )
     artifacts = read_artifacts(tpath)
     results = artifacts.run_results
     if results is None:
-        raise ArtifactError(path=str(tpath / "run_results.json"), reason="not found",
-                            hint="run dbt (or dbt-oml) first")
+        raise ArtifactError(
+            path=str(tpath / "run_results.json"),
+            reason="not found",
+            hint="run dbt (or dbt-oml) first",
+        )
     invocation_id = results.invocation_id or artifacts.manifest.invocation_id or "unknown"
     started = results.invocation_started_at or results.generated_at or datetime.now(timezone.utc)
     invocation = Invocation(
-        invocation_id=invocation_id, started_at=started, command=results.command or "build",
-        project_name=artifacts.manifest.project_name or project, profile_name=profile_name,
-        target_name=target_name, dbt_version=results.dbt_version, adapter_type=adapter,
+        invocation_id=invocation_id,
+        started_at=started,
+        command=results.command or "build",
+        project_name=artifacts.manifest.project_name or project,
+        profile_name=profile_name,
+        target_name=target_name,
+        dbt_version=results.dbt_version,
+        adapter_type=adapter,
     )
     namespaces = _namespaces(settings, catalogs, cwd, report)
     failed = [r.unique_id for r in results.results if r.status in {"error", "fail"}]
@@ -415,10 +453,18 @@ def emit(  # noqa: PLR0913
     emitter, where = make_emitter(settings, tpath)
     report.destination = where
     state = DbtContext(
-        invocation_id=invocation_id, started_at=started, command=invocation.command,
-        project_name=project, project_root=project_dir, target_path=tpath, profiles_dir=None,
-        profile_name=profile_name, target_name=target_name, adapter_type=adapter,
-        dbt_version=results.dbt_version, catalogs=catalogs,
+        invocation_id=invocation_id,
+        started_at=started,
+        command=invocation.command,
+        project_name=project,
+        project_root=project_dir,
+        target_path=tpath,
+        profiles_dir=None,
+        profile_name=profile_name,
+        target_name=target_name,
+        adapter_type=adapter,
+        dbt_version=results.dbt_version,
+        catalogs=catalogs,
     )
     delivery = Delivery(emitter, outbox=outbox_path(settings, state), target=where)
     delivery.send_all(events)

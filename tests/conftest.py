@@ -117,4 +117,4 @@ def mini_target(tmp_path: Path) -> Iterator[Path]:
     """A copy of the hand-trimmed artifacts, as a dbt target directory."""
     target = tmp_path / "target"
     shutil.copytree(MINI, target)
-    yield target
+    return target

@@ -23,8 +23,10 @@ def test_reads_the_mini_artifacts(mini_target: Path) -> None:
     src = man.nodes["source.jaffle_oml.crm.customers"]
     assert (src.database, src.schema, src.identifier) == ("crm", "sales", "Customers")
     eph = man.nodes["model.jaffle_oml.stg_payments"]
-    assert eph.materialized == "ephemeral" and not eph.is_relation
-    assert arts.run_results is not None and arts.run_results.command == "build"
+    assert eph.materialized == "ephemeral"
+    assert not eph.is_relation
+    assert arts.run_results is not None
+    assert arts.run_results.command == "build"
     statuses = {r.unique_id: r.status for r in arts.run_results.results}
     assert statuses["model.jaffle_oml.core_order_audit"] == "error"
     assert arts.catalog is not None

@@ -10,15 +10,20 @@ from dbt_oml.errors import ConfigError
 from dbt_oml.events import JobNaming
 
 
-def _load(tmp_path: Path, *, cli: dict[str, object] | None = None, env: dict[str, str] | None = None):
+def _load(
+    tmp_path: Path, *, cli: dict[str, object] | None = None, env: dict[str, str] | None = None
+):
     return load_settings(cli=cli or {}, environ=env or {}, cwd=tmp_path, home=tmp_path / "home")
 
 
 def test_defaults(tmp_path: Path) -> None:
     s = _load(tmp_path)
-    assert s.docs_generate is True and s.fail_on_emit_error is False
-    assert s.job_namespace == "dbt" and s.job_naming is JobNaming.DBT_OL
-    assert s.openlineage_configured is False and s.config_file is None
+    assert s.docs_generate is True
+    assert s.fail_on_emit_error is False
+    assert s.job_namespace == "dbt"
+    assert s.job_naming is JobNaming.DBT_OL
+    assert s.openlineage_configured is False
+    assert s.config_file is None
 
 
 def test_precedence_file_env_cli(tmp_path: Path) -> None:
@@ -26,8 +31,11 @@ def test_precedence_file_env_cli(tmp_path: Path) -> None:
         "job_namespace: from_file\ndocs_generate: false\nduckdb_namespace: duckdb://file\n"
         "namespaces: {crm: 'mysql://file:3306'}\n"
     )
-    s = _load(tmp_path, env={"DBT_OML_JOB_NAMESPACE": "from_env", "DBT_OML_DUCKDB_NAMESPACE": "duckdb://env"},
-              cli={"duckdb_namespace": "duckdb://cli"})
+    s = _load(
+        tmp_path,
+        env={"DBT_OML_JOB_NAMESPACE": "from_env", "DBT_OML_DUCKDB_NAMESPACE": "duckdb://env"},
+        cli={"duckdb_namespace": "duckdb://cli"},
+    )
     assert s.job_namespace == "from_env"
     assert s.duckdb_namespace == "duckdb://cli"
     assert s.docs_generate is False
@@ -36,7 +44,9 @@ def test_precedence_file_env_cli(tmp_path: Path) -> None:
 
 
 def test_openlineage_compat_variables(tmp_path: Path) -> None:
-    s = _load(tmp_path, env={"OPENLINEAGE_NAMESPACE": "prod", "OPENLINEAGE_DBT_JOB_NAME": "nightly"})
+    s = _load(
+        tmp_path, env={"OPENLINEAGE_NAMESPACE": "prod", "OPENLINEAGE_DBT_JOB_NAME": "nightly"}
+    )
     assert (s.job_namespace, s.parent_job_name) == ("prod", "nightly")
     s = _load(tmp_path, env={"OPENLINEAGE_NAMESPACE": "prod", "DBT_OML_JOB_NAMESPACE": "mine"})
     assert s.job_namespace == "mine"
@@ -44,8 +54,12 @@ def test_openlineage_compat_variables(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "env",
-    [{"OPENLINEAGE_URL": "http://m:5000"}, {"OPENLINEAGE__TRANSPORT__TYPE": "console"},
-     {"OPENLINEAGE_DISABLED": "true"}, {"OPENLINEAGE_CONFIG": "/x/ol.yml"}],
+    [
+        {"OPENLINEAGE_URL": "http://m:5000"},
+        {"OPENLINEAGE__TRANSPORT__TYPE": "console"},
+        {"OPENLINEAGE_DISABLED": "true"},
+        {"OPENLINEAGE_CONFIG": "/x/ol.yml"},
+    ],
 )
 def test_detects_openlineage_configuration(tmp_path: Path, env: dict[str, str]) -> None:
     assert _load(tmp_path, env=env).openlineage_configured is True
@@ -74,7 +88,9 @@ def test_namespace_mappings(tmp_path: Path) -> None:
         ({"cli": {"config": "/does/not/exist.yml"}}, "config", "/does/not/exist.yml"),
     ],
 )
-def test_bad_values_name_key_and_source(tmp_path: Path, kwargs: dict, key: str, source: str) -> None:
+def test_bad_values_name_key_and_source(
+    tmp_path: Path, kwargs: dict, key: str, source: str
+) -> None:
     with pytest.raises(ConfigError) as err:
         _load(tmp_path, **kwargs)
     assert (err.value.key, err.value.source) == (key, source)
@@ -112,8 +128,25 @@ def test_every_setting_has_env_and_flag() -> None:
 
 def test_split_args_keeps_dbt_arguments_untouched() -> None:
     flags, rest = split_args(
-        ["build", "--dry-run", "-s", "tag:daily", "--vars", "{a: 1}", "--namespace", "crm=mysql://c:1",
-         "--consume-structured-logs", "--target", "prod", "--openlineage-dbt-job-name", "nightly"]
+        [
+            "build",
+            "--dry-run",
+            "-s",
+            "tag:daily",
+            "--vars",
+            "{a: 1}",
+            "--namespace",
+            "crm=mysql://c:1",
+            "--consume-structured-logs",
+            "--target",
+            "prod",
+            "--openlineage-dbt-job-name",
+            "nightly",
+        ]
     )
     assert rest == ["build", "-s", "tag:daily", "--vars", "{a: 1}", "--target", "prod"]
-    assert flags == {"dry_run": True, "namespaces": ("crm=mysql://c:1",), "parent_job_name": "nightly"}
+    assert flags == {
+        "dry_run": True,
+        "namespaces": ("crm=mysql://c:1",),
+        "parent_job_name": "nightly",
+    }

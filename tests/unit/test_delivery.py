@@ -18,7 +18,9 @@ from tests.unit.test_events import STARTED
 def _events(target: Path) -> list[RunEvent]:
     return build_events(
         read_artifacts(target),
-        invocation=Invocation(invocation_id="inv", started_at=STARTED, command="build", project_name="p"),
+        invocation=Invocation(
+            invocation_id="inv", started_at=STARTED, command="build", project_name="p"
+        ),
         namespaces=Namespaces(by_catalog={}, fallback="duckdb://pod"),
         settings=EventSettings(producer="https://example.com/p", adapter_version="0"),
     )
@@ -40,14 +42,17 @@ class Flaky:
         return True
 
 
-def test_a_dead_transport_is_tried_a_bounded_number_of_times(mini_target: Path, tmp_path: Path) -> None:
+def test_a_dead_transport_is_tried_a_bounded_number_of_times(
+    mini_target: Path, tmp_path: Path
+) -> None:
     events = _events(mini_target)
     flaky = Flaky(fail=10**6)
     delivery = Delivery(flaky, outbox=tmp_path / "outbox" / "x.jsonl", target="om")
     delivery.send_all(events)
     report = delivery.close()
     assert flaky.calls == MAX_CONSECUTIVE_FAILURES
-    assert report.delivered == 0 and report.failed == len(events)
+    assert report.delivered == 0
+    assert report.failed == len(events)
     kept = read_outbox(tmp_path / "outbox" / "x.jsonl")
     assert [to_dict(e) for e in kept] == [to_dict(e) for e in events]
     assert all("SECRET" not in err for err in report.errors)
@@ -68,7 +73,9 @@ def test_outbox_replays_through_a_real_client(mini_target: Path, tmp_path: Path)
     delivery = Delivery(Flaky(fail=10**6), outbox=outbox, target="x")
     delivery.send_all(events)
     sink = tmp_path / "sink.jsonl"
-    client = OpenLineageClient(config={"transport": {"type": "file", "log_file_path": str(sink), "append": True}})
+    client = OpenLineageClient(
+        config={"transport": {"type": "file", "log_file_path": str(sink), "append": True}}
+    )
     Delivery(client, outbox=tmp_path / "again.jsonl", target="file").send_all(read_outbox(outbox))
     replayed = [json.loads(line) for line in sink.read_text().splitlines()]
     assert [e["run"]["runId"] for e in replayed] == [e.run.runId for e in events]
@@ -78,7 +85,8 @@ def test_outbox_replays_through_a_real_client(mini_target: Path, tmp_path: Path)
 def test_dry_run_collects(mini_target: Path, tmp_path: Path) -> None:
     delivery = Delivery(None, outbox=tmp_path / "o.jsonl", target="stdout")
     delivery.send_all(_events(mini_target))
-    assert len(delivery.report.collected) > 2 and not (tmp_path / "o.jsonl").exists()
+    assert len(delivery.report.collected) > 2
+    assert not (tmp_path / "o.jsonl").exists()
 
 
 def test_corrupt_outbox_line(tmp_path: Path) -> None:

@@ -49,7 +49,8 @@ def _by(events: list[dict[str, Any]], suffix: str, kind: str) -> dict[str, Any]:
 
 def test_parent_run_brackets_everything(mini_target: Path) -> None:
     events = _events(mini_target, error="1 node(s) failed")
-    assert events[0]["eventType"] == "START" and events[0]["job"]["name"] == "dbt-run-jaffle_oml"
+    assert events[0]["eventType"] == "START"
+    assert events[0]["job"]["name"] == "dbt-run-jaffle_oml"
     assert events[-1]["eventType"] == "FAIL"
     assert events[-1]["run"]["facets"]["errorMessage"]["message"] == "1 node(s) failed"
     parent = events[0]["run"]["runId"]
@@ -82,17 +83,27 @@ def test_ephemeral_model_is_looked_through(mini_target: Path) -> None:
     assert not any("stg_payments" in n for n in names)
     core_orders = _by(events, "core_orders.build.run", "COMPLETE")
     inputs = {(d["namespace"], d["name"]) for d in core_orders["inputs"]}
-    assert inputs == {("duckdb://pod", "warehouse.staging.stg_orders"), ("mysql://crm:3306", "crm.sales.payments")}
+    assert inputs == {
+        ("duckdb://pod", "warehouse.staging.stg_orders"),
+        ("mysql://crm:3306", "crm.sales.payments"),
+    }
 
 
 def test_sources_by_identifier_and_original_case(mini_target: Path) -> None:
     events = _events(mini_target)
     stg = _by(events, "stg_customers.build.run", "COMPLETE")
-    assert [(d["namespace"], d["name"]) for d in stg["inputs"]] == [("mysql://crm:3306", "crm.sales.Customers")]
+    assert [(d["namespace"], d["name"]) for d in stg["inputs"]] == [
+        ("mysql://crm:3306", "crm.sales.Customers")
+    ]
     mart = _by(events, "revenue_by_country.build.run", "COMPLETE")
     out = mart["outputs"][0]
     assert (out["namespace"], out["name"]) == ("postgres://dw:5432", "dw.marts.RevenueByCountry")
-    assert [f["name"] for f in out["facets"]["schema"]["fields"]] == ["CountryName", "Region", "Revenue", "Customers"]
+    assert [f["name"] for f in out["facets"]["schema"]["fields"]] == [
+        "CountryName",
+        "Region",
+        "Revenue",
+        "Customers",
+    ]
 
 
 def test_schema_from_catalog_with_yaml_descriptions(mini_target: Path) -> None:
@@ -111,16 +122,22 @@ def test_without_catalog_the_declared_columns_are_used(mini_target: Path) -> Non
 
 def test_files_read_by_sql_are_datasets(mini_target: Path) -> None:
     web = _by(_events(mini_target), "stg_web_events.build.run", "COMPLETE")
-    assert [(d["namespace"], d["name"]) for d in web["inputs"]] == [("file", "/w/data/web_events.parquet")]
+    assert [(d["namespace"], d["name"]) for d in web["inputs"]] == [
+        ("file", "/w/data/web_events.parquet")
+    ]
     seed = _by(_events(mini_target), "country_codes.build.seed", "COMPLETE")
-    assert [(d["namespace"], d["name"]) for d in seed["inputs"]] == [("file", "/w/project/seeds/country_codes.csv")]
+    assert [(d["namespace"], d["name"]) for d in seed["inputs"]] == [
+        ("file", "/w/project/seeds/country_codes.csv")
+    ]
 
 
 def test_facets_of_a_model(mini_target: Path) -> None:
     event = _by(_events(mini_target), "core_customers.build.run", "COMPLETE")
     job = event["job"]["facets"]
-    assert job["jobType"]["jobType"] == "MODEL" and job["jobType"]["integration"] == "DBT"
-    assert job["sql"]["dialect"] == "duckdb" and "md5(" in job["sql"]["query"]
+    assert job["jobType"]["jobType"] == "MODEL"
+    assert job["jobType"]["integration"] == "DBT"
+    assert job["sql"]["dialect"] == "duckdb"
+    assert "md5(" in job["sql"]["query"]
     run = event["run"]["facets"]
     assert run["processing_engine"]["name"] == "dbt"
     assert {"key": "pii", "value": "true", "source": "DBT"} in run["tags"]["tags"]
@@ -143,7 +160,9 @@ def test_tests_become_assertions_on_the_tested_dataset(mini_target: Path) -> Non
     assert checks["unique_core_orders_order_id"]["assertion"] == "unique"
     assert checks["unique_core_orders_order_id"]["column"] == "order_id"
     assert checks["unique_core_orders_order_id"]["success"] is True
-    assert tested["facets"]["dataQualityAssertions"] == tested["inputFacets"]["dataQualityAssertions"]
+    assert (
+        tested["facets"]["dataQualityAssertions"] == tested["inputFacets"]["dataQualityAssertions"]
+    )
     source_tests = _by(_events(mini_target), "crm.customers.build.test", "COMPLETE")
     assert source_tests["inputs"][0]["name"] == "crm.sales.Customers"
 

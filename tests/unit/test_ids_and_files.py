@@ -32,7 +32,10 @@ def test_run_id_depends_on_invocation_key_and_time() -> None:
         ("select * from read_parquet('a/b.parquet')", ["a/b.parquet"]),
         ("select * from read_csv(['x.csv', 'y.csv'], header = true)", ["x.csv", "y.csv"]),
         ("select * from 's3://lake/raw/e.parquet'", ["s3://lake/raw/e.parquet"]),
-        ("select * from read_json_auto('j.json') join parquet_scan('p.parquet') using (id)", ["j.json", "p.parquet"]),
+        (
+            "select * from read_json_auto('j.json') join parquet_scan('p.parquet') using (id)",
+            ["j.json", "p.parquet"],
+        ),
         ('select * from "warehouse"."main"."t"', []),
         ('select * from "Customers"', []),
         ("select * from (((", []),
@@ -48,7 +51,11 @@ def test_file_paths(sql: str, expected: list[str]) -> None:
     [
         ("s3://lake/raw/e.parquet", "s3://lake", "raw/e.parquet"),
         ("gcs://bkt/x.csv", "gs://bkt", "x.csv"),
-        ("abfss://cont@acct.dfs.core.windows.net/d/x.parquet", "abfss://cont@acct.dfs.core.windows.net", "d/x.parquet"),
+        (
+            "abfss://cont@acct.dfs.core.windows.net/d/x.parquet",
+            "abfss://cont@acct.dfs.core.windows.net",
+            "d/x.parquet",
+        ),
         ("https://host:8443/files/x.csv", "https://host:8443", "files/x.csv"),
         ("https://user:SECRET@host/x.csv", "https://host", "x.csv"),
         ("data/x.parquet", "file", "/w/data/x.parquet"),

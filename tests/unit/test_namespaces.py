@@ -13,9 +13,17 @@ CASES = [
     ("duckdb", "md:analytics?motherduck_token=SECRET", "motherduck://analytics"),
     ("duckdb", "s3://bob:SECRET@lake/w.duckdb?s3_access_key_id=SECRET", "s3://lake/w.duckdb"),
     ("sqlite", "lite.db", "sqlite:///pods/run/lite.db"),
-    ("postgres", "host=PG.internal port=5433 dbname=src user=etl password=SECRET", "postgres://pg.internal:5433"),
+    (
+        "postgres",
+        "host=PG.internal port=5433 dbname=src user=etl password=SECRET",
+        "postgres://pg.internal:5433",
+    ),
     ("postgres", "dbname=src host=pg user=etl password='a b SECRET'", "postgres://pg:5432"),
-    ("postgres", "postgresql://etl:SECRET@pg.internal:6432/src?sslmode=require", "postgres://pg.internal:6432"),
+    (
+        "postgres",
+        "postgresql://etl:SECRET@pg.internal:6432/src?sslmode=require",
+        "postgres://pg.internal:6432",
+    ),
     ("postgres", "host=/var/run/postgresql dbname=src", "postgres://localhost:5432"),
     ("mysql", "host=127.0.0.1 port=3306 user=root passwd=SECRET db=crm", "mysql://127.0.0.1:3306"),
     ("mysql", "mysql://root:SECRET@crm-db/crm", "mysql://crm-db:3306"),
@@ -24,7 +32,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("kind", "path", "expected"), CASES, ids=[c[2] + "|" + c[1][:12] for c in CASES])
+@pytest.mark.parametrize(
+    ("kind", "path", "expected"), CASES, ids=[c[2] + "|" + c[1][:12] for c in CASES]
+)
 def test_namespace_for(kind: str, path: str, expected: str) -> None:
     got = namespace_for(CatalogSpec(alias="c", type=kind, path=path), cwd="/pods/run")
     assert got == expected

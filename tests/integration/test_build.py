@@ -1,0 +1,255 @@
+"""`dbt-oml build` end to end on the bundled project (local target: three DuckDB catalogs)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import CliRun, copy_project, read_events, run_cli
+
+pytestmark = pytest.mark.integration
+Z_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+PARENT = "dbt-run-jaffle_oml"
+#: `build -s stg_orders`: parent START, the model's START/COMPLETE, its tests' START/COMPLETE, parent end
+SELECTED = ["START", "START", "COMPLETE", "START", "COMPLETE", "COMPLETE"]
+
+
+def _results(run: CliRun) -> dict[str, str]:
+    doc = json.loads((run.target / "run_results.build.json").read_text())
+    return {r["unique_id"]: r["status"] for r in doc["results"]}
+
+
+def _node_runs(run: CliRun) -> dict[str, list[dict[str, Any]]]:
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for event in run.events:
+        if event["job"]["name"] != PARENT:
+            runs.setdefault(event["job"]["name"], []).append(event)
+    return runs
+
+
+def _job(name: str) -> str:
+    """dbt-ol's job name of a model of the bundled project, by model name."""
+    layer = {"stg": "warehouse.staging", "cor": "warehouse.core"}.get(name[:3], "dw.marts")
+    return f"{layer}.jaffle_oml.{name}.build.run"
+
+
+def test_dbt_succeeds_and_its_code_passes_through(built: CliRun) -> None:
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert "Completed successfully" in built.stdout
+    assert re.search(r"dbt-oml: \d+ events, \d+ delivered to .*events\.jsonl", built.stderr)
+
+
+def test_parent_run(built: CliRun) -> None:
+    parent = [e for e in built.events if e["job"]["name"] == PARENT]
+    assert [e["eventType"] for e in parent] == ["START", "COMPLETE"]
+    assert built.events[0] == parent[0]
+    assert built.events[-1] == parent[1]
+    run_id = parent[0]["run"]["runId"]
+    for event in built.events[1:-1]:
+        assert event["run"]["facets"]["parent"]["run"]["runId"] == run_id
+
+
+def test_start_and_terminal_for_every_executed_model_seed_snapshot(built: CliRun) -> None:
+    runs = _node_runs(built)
+    executed = [
+        u for u, s in _results(built).items() if u.split(".")[0] in {"model", "seed", "snapshot"}
+    ]
+    assert len(executed) == 14  # 12 models (the ephemeral one is not executed) + seed + snapshot
+    kinds = Counter(e["job"]["facets"]["jobType"]["jobType"] for r in runs.values() for e in r)
+    assert kinds["SEED"] == 2
+    assert kinds["SNAPSHOT"] == 2
+    assert kinds["MODEL"] == 2 * 12
+    for events in runs.values():
+        assert [e["eventType"] for e in events] == ["START", "COMPLETE"]
+        assert events[0]["run"]["runId"] == events[1]["run"]["runId"]
+        assert events[0]["eventTime"] <= events[1]["eventTime"]
+
+
+def test_starts_are_sent_while_dbt_runs(built: CliRun) -> None:
+    """Node STARTs are written before any terminal event: those wait for catalog.json."""
+    kinds = [(e["eventType"], e["job"]["facets"]["jobType"]["jobType"]) for e in built.events[1:-1]]
+    first_terminal = next(i for i, (k, _) in enumerate(kinds) if k != "START")
+    node_starts = [i for i, (k, t) in enumerate(kinds) if k == "START" and t != "TEST"]
+    assert max(node_starts) < first_terminal
+
+
+def test_no_dataset_for_the_ephemeral_model(built: CliRun) -> None:
+    names = {d["name"] for e in built.events for d in e["inputs"] + e["outputs"]}
+    assert not any("stg_payments" in n for n in names)
+    core_orders = _node_runs(built)[_job("core_orders")][1]
+    assert {d["name"] for d in core_orders["inputs"]} == {
+        "warehouse.staging.stg_orders",
+        "crm.sales.payments",
+    }
+
+
+def test_three_catalogs_three_namespaces(built: CliRun) -> None:
+    by_catalog: dict[str, set[str]] = {}
+    for event in built.events:
+        for d in event["inputs"] + event["outputs"]:
+            if d["namespace"] != "file":
+                by_catalog.setdefault(d["name"].split(".")[0], set()).add(d["namespace"])
+    assert set(by_catalog) == {"warehouse", "crm", "dw"}
+    assert all(len(ns) == 1 for ns in by_catalog.values())
+    namespaces = {c: ns.pop() for c, ns in by_catalog.items()}
+    assert len(set(namespaces.values())) == 3
+    for catalog, namespace in namespaces.items():
+        assert namespace == f"duckdb://{built.project}/{catalog}.duckdb"
+
+
+def test_original_case_and_source_identifier(built: CliRun) -> None:
+    runs = _node_runs(built)
+    stg = runs[_job("stg_customers")][1]
+    assert [d["name"] for d in stg["inputs"]] == ["crm.sales.Customers"]
+    stg_orders = runs[_job("stg_orders")][1]
+    assert [d["name"] for d in stg_orders["inputs"]] == ["crm.sales.order_lines_v2"]
+    mart = runs["dw.marts.jaffle_oml.revenue_by_country.build.run"][1]["outputs"][0]
+    assert mart["name"] == "dw.marts.RevenueByCountry"
+    assert [f["name"] for f in mart["facets"]["schema"]["fields"]] == [
+        "CountryName",
+        "Region",
+        "Revenue",
+        "Customers",
+    ]
+    source_cols = [f["name"] for f in stg["inputs"][0]["facets"]["schema"]["fields"]]
+    assert source_cols[:2] == ["CustomerId", "FirstName"]
+
+
+def test_schema_facets_carry_catalog_types(built: CliRun) -> None:
+    out = _node_runs(built)[_job("core_orders")][1]["outputs"][0]
+    fields = {f["name"]: f.get("type") for f in out["facets"]["schema"]["fields"]}
+    assert fields["order_amount"] == "DECIMAL(12,2)"
+    assert fields["order_date"] == "DATE"
+    assert fields["payment_count"] == "BIGINT"
+
+
+def test_file_source_is_its_own_dataset(built: CliRun) -> None:
+    web = _node_runs(built)[_job("stg_web_events")][1]
+    assert [(d["namespace"], d["name"]) for d in web["inputs"]] == [
+        ("file", f"{built.project}/data/web_events.parquet")
+    ]
+
+
+def test_times_are_z(built: CliRun) -> None:
+    assert all(Z_TIME.match(e["eventTime"]) for e in built.events)
+
+
+def test_data_quality_assertions_from_tests(built: CliRun) -> None:
+    tests = [e for e in built.events if e["job"]["facets"]["jobType"]["jobType"] == "TEST"]
+    assertions = [
+        a
+        for e in tests
+        if e["eventType"] != "START"
+        for d in e["inputs"]
+        for a in d["inputFacets"]["dataQualityAssertions"]["assertions"]
+    ]
+    assert len(assertions) == 19  # every data test of the project
+    assert all(a["success"] for a in assertions)
+    by_name = {a["name"]: a for a in assertions}
+    assert (
+        by_name["accepted_values_core_orders_payment_state__paid__open__refund"]["assertion"]
+        == "accepted_values"
+    )
+    assert by_name["source_not_null_crm_customers_CustomerId"]["column"] == "CustomerId"
+
+
+def test_build_artifacts_are_kept_before_docs_generate(built: CliRun) -> None:
+    kept = json.loads((built.target / "run_results.build.json").read_text())
+    assert kept["args"]["which"] == "build"
+    assert (
+        json.loads((built.target / "run_results.json").read_text())["args"]["which"] == "generate"
+    )
+    assert (built.target / "catalog.json").exists()
+
+
+def test_emit_twice_gives_identical_run_ids(built: CliRun) -> None:
+    first = run_cli(["--dry-run", "emit", "--profiles-dir", "."], cwd=built.project)
+    second = run_cli(["--dry-run", "emit", "--profiles-dir", "."], cwd=built.project)
+    assert first.returncode == 0, first.stderr
+    a, b = json.loads(first.stdout)["events"], json.loads(second.stdout)["events"]
+    assert [e["run"]["runId"] for e in a] == [e["run"]["runId"] for e in b]
+    # the same runs `dbt-oml build` sent live: emit reuses the observed start times
+    assert {e["run"]["runId"] for e in a} == {e["run"]["runId"] for e in built.events}
+
+
+def test_the_fail_path(failed: CliRun) -> None:
+    assert failed.returncode == 1, failed.stderr[-2000:]
+    runs = _node_runs(failed)
+    audit = runs[_job("core_order_audit")]
+    assert [e["eventType"] for e in audit] == ["START", "FAIL"]
+    assert "this_column_does_not_exist" in audit[1]["run"]["facets"]["errorMessage"]["message"]
+    # dbt fires NodeStart before deciding to skip: the live START is ended with ABORT, never COMPLETE
+    assert [e["eventType"] for e in runs[_job("core_open_balances")]] == ["START", "ABORT"]
+    parent = [e for e in failed.events if e["job"]["name"] == PARENT]
+    assert parent[-1]["eventType"] == "FAIL"
+    assert "core_order_audit" in parent[-1]["run"]["facets"]["errorMessage"]["message"]
+
+
+def test_dbt_usage_error_passes_through(project: Path) -> None:
+    run = run_cli(["build", "--profiles-dir", ".", "--no-such-dbt-flag"], cwd=project)
+    assert run.returncode == 2
+    assert "no-such-dbt-flag" in run.stderr
+    assert run.events == []
+
+
+def test_dry_run_build_prints_only_json_on_stdout(project: Path) -> None:
+    run = run_cli(
+        ["build", "--profiles-dir", ".", "--dry-run", "-s", "stg_orders", "--no-docs-generate"],
+        cwd=project,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    events = json.loads(run.stdout)["events"]
+    assert [e["eventType"] for e in events] == SELECTED
+    assert "Completed successfully" in run.stderr  # dbt's own output moved to stderr
+    assert read_events(project / "target" / "openlineage" / "events.jsonl") == []
+
+
+def test_unreachable_backend_loses_nothing_and_keeps_dbt_code(project: Path) -> None:
+    env = {
+        "OPENLINEAGE__TRANSPORT__TYPE": "http",
+        "OPENLINEAGE__TRANSPORT__URL": "http://127.0.0.1:9",
+        "OPENLINEAGE__TRANSPORT__RETRY": '{"total": 0}',
+    }
+    args = ["build", "--profiles-dir", ".", "-s", "stg_orders", "--no-docs-generate"]
+    run = run_cli(args, cwd=project, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    outbox = list((project / "target" / "dbt_oml" / "outbox").glob("*.jsonl"))
+    assert len(outbox) == 1
+    kept = read_events(outbox[0])
+    assert [e["eventType"] for e in kept] == SELECTED
+    assert f"dbt-oml replay {outbox[0]}" in run.stderr
+    strict = run_cli([*args, "--fail-on-emit-error"], cwd=project, env=env)
+    assert strict.returncode == 4
+    replay = run_cli(["replay", str(outbox[0])], cwd=project)
+    assert replay.returncode == 0, replay.stderr
+    assert [e["run"]["runId"] for e in replay.events] == [e["run"]["runId"] for e in kept]
+    assert not outbox[0].exists()
+
+
+def test_namespace_overrides_from_flags_and_config(project: Path) -> None:
+    (project / "dbt-oml.yml").write_text("duckdb_namespace: duckdb://pod/{alias}\n")
+    run = run_cli(
+        ["seed", "--profiles-dir", ".", "--namespace", "dw=mssql://target-sql:1433"], cwd=project
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "warehouse -> duckdb://pod/warehouse" in run.stderr
+    assert "dw -> mssql://target-sql:1433" in run.stderr
+    seed = [e for e in run.events if e["job"]["name"].endswith("country_codes.seed")]
+    assert seed[-1]["outputs"][0]["namespace"] == "duckdb://pod/warehouse"
+
+
+def test_dbt_project_dir_env_is_honoured(tmp_path: Path) -> None:
+    proj = copy_project(tmp_path / "elsewhere")
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    run = run_cli(
+        ["seed"], cwd=elsewhere, env={"DBT_PROJECT_DIR": str(proj), "DBT_PROFILES_DIR": str(proj)}
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    events = read_events(proj / "target" / "openlineage" / "events.jsonl")
+    assert [e["eventType"] for e in events] == ["START", "START", "COMPLETE", "COMPLETE"]

@@ -1,0 +1,54 @@
+"""Package-level contracts: a pure core, an inert import, a stable public API."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import dbt_oml
+
+CORE = [
+    "dbt_oml.artifacts",
+    "dbt_oml.namespaces",
+    "dbt_oml.events",
+    "dbt_oml.ids",
+    "dbt_oml.filerefs",
+]
+
+
+def _modules_after_import(*modules: str) -> set[str]:
+    code = "import json, sys\n" + "".join(f"import {m}\n" for m in modules)
+    code += "print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(json.loads(out.stdout))
+
+
+def test_core_imports_no_io_libraries() -> None:
+    loaded = _modules_after_import(*CORE)
+    # openlineage-python's package __init__ imports its transports (httpx2, requests): that is
+    # the client's, not ours. Our core must not pull in click, nats, dbt or our own I/O modules.
+    banned = {
+        "click",
+        "nats",
+        "dbt",
+        "dbt_oml.cli",
+        "dbt_oml.pipeline",
+        "dbt_oml.dbt_process",
+        "dbt_oml.delivery",
+        "dbt_oml.config",
+    }
+    assert not banned & loaded
+
+
+def test_import_is_inert_and_cheap() -> None:
+    loaded = _modules_after_import("dbt_oml")
+    assert "dbt" not in loaded
+    assert "openlineage" not in loaded
+    assert "sqlglot" not in loaded
+
+
+def test_public_api() -> None:
+    assert dbt_oml.__all__ == sorted(dbt_oml.__all__)
+    for name in dbt_oml.__all__:
+        assert hasattr(dbt_oml, name)
