@@ -1,0 +1,274 @@
+"""The `dbt-oml` command: run dbt with OpenLineage events, or send events from artifacts.
+
+The only module that prints, configures logging, reads the process environment (through
+config.load_settings) and decides exit codes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+import click
+
+from dbt_oml import __version__
+from dbt_oml.errors import ArtifactError, ConfigError, DbtOmlError
+
+logger = logging.getLogger("dbt_oml")
+
+
+class ExitCode(IntEnum):
+    """dbt-oml's exit codes. When dbt ran, its own code (0, 1, 2) passes through."""
+
+    SUCCESS = 0
+    DBT_FAILURE = 1
+    DBT_ERROR = 2
+    USAGE = 3
+    DELIVERY_FAILED = 4
+    BUG = 5
+
+
+HELP = f"""dbt-oml {__version__}: dbt with OpenLineage events, one namespace per catalog.
+
+Usage:
+  dbt-oml [OPTIONS] <dbt command> [dbt args...]   run dbt (build, run, seed, snapshot, test,
+                                                   retry, ... any dbt command) with events
+  dbt-oml [OPTIONS] emit [dbt project options]    send the events of existing artifacts
+                                                   (alias: send-events)
+  dbt-oml [OPTIONS] replay FILE...                send events kept in outbox files
+
+Options (anywhere on the line; everything else goes to dbt unchanged):
+  --dry-run                     print the events as one JSON document on stdout, send nothing
+                                (dbt's own output then goes to stderr)
+  --namespace CATALOG=NS        namespace of a catalog (repeatable), e.g. crm=mysql://crm:3306
+  --duckdb-namespace NS         namespace of DuckDB files without an override ({{alias}}, {{stem}})
+  --docs-generate / --no-docs-generate
+                                run `dbt docs generate` for catalog.json (default: on)
+  --fail-on-emit-error          exit 4 when dbt succeeded but events were not delivered
+  --job-naming dbt-ol|unique_id node job names: dbt-ol's (default) or stable unique_ids
+  --job-namespace NS            job namespace (default: OPENLINEAGE_NAMESPACE or "dbt")
+  --openlineage-dbt-job-name N  name of the invocation's job (default dbt-run-<project>)
+  --outbox-dir DIR              where undelivered events are kept (default <target>/dbt_oml/outbox)
+  --events-file FILE            file of the default transport
+                                (default <target>/openlineage/events.jsonl)
+  --config FILE                 dbt-oml config file (default ./dbt-oml.yml if present)
+  --oml-log-level LEVEL         DEBUG, INFO (default), WARNING or ERROR
+  --consume-structured-logs     accepted for dbt-ol compatibility; events are always real-time
+
+emit options: --project-dir, --profiles-dir, --profile, --target/-t, --target-path, --vars
+(dbt's meaning; DBT_PROJECT_DIR, DBT_PROFILES_DIR, DBT_TARGET, DBT_TARGET_PATH also work).
+
+Every option also has a DBT_OML_<NAME> environment variable and a dbt-oml.yml key.
+
+Exit codes:
+  0, 1, 2  dbt's own code, passed through (lineage problems never change it by default)
+  3        dbt-oml usage or configuration error; dbt was not started
+  4        events could not be delivered (emit/replay; build with --fail-on-emit-error)
+  5        a dbt-oml bug (traceback printed); after a dbt run, dbt's code still wins
+"""
+
+_OPTIONS: list[click.Parameter] = [
+    click.Option(["--dry-run"], is_flag=True, default=None),
+    click.Option(["--namespace", "namespaces"], multiple=True),
+    click.Option(["--duckdb-namespace"]),
+    click.Option(["--docs-generate/--no-docs-generate"], default=None),
+    click.Option(["--fail-on-emit-error"], is_flag=True, default=None),
+    click.Option(["--job-naming"]),
+    click.Option(["--job-namespace"]),
+    click.Option(["--openlineage-dbt-job-name", "parent_job_name"]),
+    click.Option(["--outbox-dir"]),
+    click.Option(["--events-file"]),
+    click.Option(["--config"]),
+    click.Option(["--oml-log-level"]),
+    click.Option(["--consume-structured-logs"], is_flag=True, default=None),
+]
+_EMIT_OPTIONS: list[click.Parameter] = [
+    click.Option(["--project-dir"]),
+    click.Option(["--profiles-dir"]),
+    click.Option(["--profile"]),
+    click.Option(["--target", "-t"]),
+    click.Option(["--target-path"]),
+    click.Option(["--vars"]),
+]
+
+
+def _parse(command: click.Command, argv: Sequence[str]) -> dict[str, Any]:
+    ctx = command.make_context("dbt-oml", list(argv), resilient_parsing=False)
+    return dict(ctx.params)
+
+
+def split_args(argv: Sequence[str]) -> tuple[dict[str, object], list[str]]:
+    """Separate dbt-oml's options (anywhere on the line) from dbt's arguments."""
+    command = click.Command(
+        "dbt-oml",
+        params=[*_OPTIONS, click.Argument(["rest"], nargs=-1, type=click.UNPROCESSED)],
+        context_settings={"ignore_unknown_options": True, "allow_interspersed_args": True},
+        add_help_option=False,
+    )
+    params = _parse(command, argv)
+    rest = list(params.pop("rest"))
+    params.pop("consume_structured_logs", None)
+    if not params.get("namespaces"):
+        params.pop("namespaces", None)
+    return {k: v for k, v in params.items() if v is not None}, rest
+
+
+def _setup_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("dbt-oml: %(levelname)s: %(message)s"))
+    logger.handlers[:] = [handler]
+    logger.setLevel(level)
+    logger.propagate = False
+
+
+def _summary(report: Any, *, dry_run: bool) -> None:
+    delivery = report.delivery
+    if dry_run:
+        click.echo(json.dumps({"events": delivery.collected}, indent=1, sort_keys=True))
+        click.echo(f"dbt-oml: {report.events_built} events built (dry run, nothing sent)", err=True)
+    else:
+        line = (
+            f"dbt-oml: {report.events_built} events, {delivery.delivered} delivered to "
+            f"{report.destination}"
+        )
+        if delivery.failed:
+            line += (
+                f"; {delivery.failed} NOT delivered, kept in {delivery.outbox} "
+                f"(send later: dbt-oml replay {delivery.outbox})"
+            )
+        click.echo(line, err=True)
+    if report.namespaces:
+        shown = ", ".join(f"{k} -> {v}" for k, v in sorted(report.namespaces.items()))
+        click.echo(f"dbt-oml: namespaces: {shown}", err=True)
+    for error in delivery.errors[:3]:
+        logger.error("delivery: %s", error)
+
+
+def _emit(settings: Any, rest: list[str], cwd: Path) -> Any:
+    from dbt_oml import pipeline
+
+    command = click.Command("emit", params=_EMIT_OPTIONS, add_help_option=False)
+    opts = _parse(command, rest)
+    env = os.environ
+    project_dir = Path(opts["project_dir"] or env.get("DBT_PROJECT_DIR") or cwd).resolve()
+    profiles = opts["profiles_dir"] or env.get("DBT_PROFILES_DIR")
+    target_path = opts["target_path"] or env.get("DBT_TARGET_PATH")
+    cli_vars: dict[str, Any] = {}
+    if opts["vars"]:
+        import yaml
+
+        try:
+            loaded = yaml.safe_load(opts["vars"])
+        except yaml.YAMLError as e:
+            raise ConfigError(key="vars", source="--vars", reason="is not YAML") from e
+        cli_vars = loaded if isinstance(loaded, dict) else {}
+    return pipeline.emit(
+        settings,
+        project_dir=project_dir,
+        profiles_dir=Path(profiles).resolve() if profiles else None,
+        profile=opts["profile"] or env.get("DBT_PROFILE"),
+        target=opts["target"] or env.get("DBT_TARGET"),
+        target_path=Path(target_path) if target_path else None,
+        cli_vars=cli_vars,
+        environ=env,
+        cwd=cwd,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `dbt-oml`; returns the exit code (see HELP)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in {"-h", "--help", "help"}:
+        click.echo(HELP)
+        return ExitCode.SUCCESS if args else ExitCode.USAGE
+    if args == ["--version"]:
+        from dbt.version import __version__ as dbt_version
+
+        click.echo(f"dbt-oml {__version__} (dbt-core {dbt_version})")
+        return ExitCode.SUCCESS
+    from dbt_oml.config import load_settings
+
+    cwd = Path.cwd()
+    try:
+        flags, rest = split_args(args)
+        settings = load_settings(cli=flags, environ=os.environ, cwd=cwd, home=Path.home())
+    except click.ClickException as e:
+        click.echo(f"dbt-oml: {e.format_message()} (see dbt-oml --help)", err=True)
+        return ExitCode.USAGE
+    except ConfigError as e:
+        click.echo(f"dbt-oml: {e}", err=True)
+        return ExitCode.USAGE
+    _setup_logging(settings.oml_log_level)
+    os.environ.setdefault("DO_NOT_TRACK", "1")  # no usage-stats posts from inside a pod
+    command = rest[0] if rest else ""
+    if command in {"emit", "send-events", "replay"}:
+        return _own_command(command, settings, rest[1:], cwd)
+    from dbt_oml import pipeline
+
+    report = pipeline.Report()
+    try:
+        stream = sys.stderr if settings.dry_run else sys.stdout
+        with contextlib.redirect_stdout(stream):
+            report = pipeline.build(settings, rest, cwd=cwd, report=report)
+    except ConfigError as e:
+        click.echo(f"dbt-oml: {e}", err=True)
+        return report.dbt_return_code if report.dbt_return_code is not None else ExitCode.USAGE
+    except Exception:  # noqa: BLE001 - the single catch-all: a dbt-oml bug must not hide dbt's result
+        traceback.print_exc()
+        click.echo(
+            "dbt-oml: internal error while emitting lineage (a bug; please report it)", err=True
+        )
+        if report.dbt_return_code is None:
+            return ExitCode.BUG
+        if report.dbt_return_code == 0 and settings.fail_on_emit_error:
+            return ExitCode.BUG
+        return report.dbt_return_code
+    if report.dbt_return_code is not None and (report.events_built or settings.dry_run):
+        _summary(report, dry_run=settings.dry_run)
+    elif report.dbt_return_code == ExitCode.DBT_ERROR and report.dbt_error:
+        click.echo(f"dbt: {report.dbt_error}", err=True)  # in-process dbt does not print these
+    for problem in report.problems:
+        logger.warning("%s", problem)
+    rc = report.dbt_return_code if report.dbt_return_code is not None else ExitCode.DBT_ERROR
+    if rc == 0 and settings.fail_on_emit_error and report.delivery.failed:
+        return ExitCode.DELIVERY_FAILED
+    return rc
+
+
+def _own_command(command: str, settings: Any, rest: list[str], cwd: Path) -> int:
+    from dbt_oml import pipeline
+
+    try:
+        if command == "replay":
+            if not rest:
+                raise ConfigError(
+                    key="replay", source="command line", reason="needs outbox FILE(s)"
+                )
+            report = pipeline.replay(settings, [Path(p) for p in rest], target_path=cwd / "target")
+        else:
+            report = _emit(settings, rest, cwd)
+    except click.ClickException as e:
+        click.echo(f"dbt-oml {command}: {e.format_message()}", err=True)
+        return ExitCode.USAGE
+    except (ConfigError, ArtifactError) as e:
+        click.echo(f"dbt-oml {command}: {e}", err=True)
+        return ExitCode.USAGE
+    except DbtOmlError as e:
+        click.echo(f"dbt-oml {command}: {e}", err=True)
+        return ExitCode.DELIVERY_FAILED
+    except Exception:  # noqa: BLE001 - the single catch-all for our own commands
+        traceback.print_exc()
+        click.echo(f"dbt-oml {command}: internal error (a bug; please report it)", err=True)
+        return ExitCode.BUG
+    _summary(report, dry_run=settings.dry_run)
+    for problem in report.problems:
+        logger.warning("%s", problem)
+    return ExitCode.DELIVERY_FAILED if report.delivery.failed else ExitCode.SUCCESS

@@ -1,0 +1,258 @@
+"""dbt-oml's settings and the one function that reads them.
+
+`load_settings` is the only code in dbt_oml that reads the environment or a config file.
+Precedence, lowest first: defaults < config file (dbt-oml.yml) < DBT_OML_* environment variables
+(and the OpenLineage variables dbt-ol honours) < command-line flags the user actually gave.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from dbt_oml.errors import ConfigError
+from dbt_oml.events import JobNaming
+
+#: The config file looked for in the working directory when none is named.
+DEFAULT_CONFIG_FILE: Final = "dbt-oml.yml"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """Everything dbt-oml itself can be told. See the README's configuration reference."""
+
+    namespaces: Mapping[str, str] = field(default_factory=dict)
+    """Namespace per catalog (dbt database / attach alias), overriding the derived one."""
+    duckdb_namespace: str | None = None
+    """Namespace for DuckDB files without an override; may use {alias} and {stem}."""
+    docs_generate: bool = True
+    """Run `dbt docs generate` after building, for catalog.json (real columns and types)."""
+    fail_on_emit_error: bool = False
+    """Exit 4 when dbt succeeded but events could not be delivered."""
+    job_naming: JobNaming = JobNaming.DBT_OL
+    """Node job names: dbt-ol's (histories continue) or unique_id (stable)."""
+    job_namespace: str = "dbt"
+    """Namespace of the jobs (OPENLINEAGE_NAMESPACE, as for dbt-ol)."""
+    parent_job_name: str | None = None
+    """Name of the invocation's job; default dbt-run-<project> (as for dbt-ol)."""
+    dry_run: bool = False
+    """Print the events as one JSON document on stdout and send nothing."""
+    outbox_dir: Path | None = None
+    """Where undelivered events are kept for `dbt-oml replay`; default <target>/dbt_oml/outbox."""
+    events_file: Path | None = None
+    """File for the embedded default transport; default <target>/openlineage/events.jsonl."""
+    transport: Mapping[str, Any] | None = field(default=None, repr=False)
+    """An openlineage-python transport config; None = the client's own configuration."""
+    openlineage_configured: bool = False
+    """Whether openlineage-python has a configuration of its own (file or environment)."""
+    oml_log_level: str = "INFO"
+    """Level of dbt-oml's own log lines on stderr."""
+    config_file: Path | None = None
+    """The config file that was read, if any."""
+
+
+def _bool(value: object, key: str, source: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off", ""}:
+        return False
+    raise ConfigError(key=key, source=source, reason=f"{value!r} is not true or false")
+
+
+def _mapping(value: object, key: str, source: str) -> dict[str, str]:
+    """A catalog=namespace mapping from a dict, JSON, or `a=x,b=y` / repeated `a=x` flags."""
+    if isinstance(value, Mapping):
+        return {str(k): str(v) for k, v in value.items()}
+    items: list[str]
+    if isinstance(value, tuple | list):
+        items = [str(v) for v in value]
+    else:
+        text = str(value).strip()
+        if text.startswith("{"):
+            try:
+                return _mapping(json.loads(text), key, source)
+            except json.JSONDecodeError as e:
+                raise ConfigError(key=key, source=source, reason=f"invalid JSON ({e})") from e
+        items = [p for p in text.split(",") if p.strip()]
+    out: dict[str, str] = {}
+    for item in items:
+        catalog, sep, namespace = item.partition("=")
+        if not sep or not catalog.strip() or not namespace.strip():
+            raise ConfigError(
+                key=key,
+                source=source,
+                reason=f"{item!r} is not CATALOG=NAMESPACE",
+                hint="for example crm=mysql://crm-db:3306",
+            )
+        out[catalog.strip()] = namespace.strip()
+    return out
+
+
+def _naming(value: object, key: str, source: str) -> JobNaming:
+    try:
+        return JobNaming(str(value))
+    except ValueError:
+        valid = ", ".join(m.value for m in JobNaming)
+        raise ConfigError(
+            key=key, source=source, reason=f"{value!r} is not one of {valid}"
+        ) from None
+
+
+def _level(value: object, key: str, source: str) -> str:
+    level = str(value).upper()
+    if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+        raise ConfigError(
+            key=key, source=source, reason=f"{value!r} is not DEBUG/INFO/WARNING/ERROR"
+        )
+    return level
+
+
+def _str(value: object, key: str, source: str) -> str:
+    text = str(value).strip()
+    if not text:
+        raise ConfigError(key=key, source=source, reason="is empty")
+    return text
+
+
+def _path(value: object, key: str, source: str) -> Path:
+    return Path(_str(value, key, source)).expanduser()
+
+
+def _transport(value: object, key: str, source: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping) or "type" not in value:
+        raise ConfigError(
+            key=key,
+            source=source,
+            reason="must be a mapping with a `type`",
+            hint="see the openlineage-python transport docs, e.g. {type: http, url: ...}",
+        )
+    return dict(value)
+
+
+Parser = Callable[[object, str, str], Any]
+
+#: Every setting: its parser. Env name = DBT_OML_<KEY>, flag = --<key-with-dashes>.
+KEYS: Mapping[str, Parser] = {
+    "namespaces": _mapping,
+    "duckdb_namespace": _str,
+    "docs_generate": _bool,
+    "fail_on_emit_error": _bool,
+    "job_naming": _naming,
+    "job_namespace": _str,
+    "parent_job_name": _str,
+    "dry_run": _bool,
+    "outbox_dir": _path,
+    "events_file": _path,
+    "transport": _transport,
+    "oml_log_level": _level,
+}
+#: Settings that cannot come from the environment (structured values).
+_FILE_ONLY = frozenset({"transport"})
+#: OpenLineage / dbt-ol variables honoured for compatibility, below their DBT_OML_ names.
+COMPAT_ENV: Mapping[str, str] = {
+    "OPENLINEAGE_NAMESPACE": "job_namespace",
+    "OPENLINEAGE_DBT_JOB_NAME": "parent_job_name",
+}
+_OL_ENV_MARKERS = ("OPENLINEAGE_URL", "OPENLINEAGE_CONFIG", "OPENLINEAGE_DISABLED")
+
+
+def env_name(key: str) -> str:
+    """The environment variable of a setting.
+
+    >>> env_name("fail_on_emit_error")
+    'DBT_OML_FAIL_ON_EMIT_ERROR'
+    """
+    return "DBT_OML_" + key.upper()
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(key="config", source=str(path), reason="file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(key="config", source=str(path), reason=f"cannot be read ({e})") from e
+    except yaml.YAMLError as e:
+        where = getattr(e, "problem_mark", None)
+        line = f" at line {where.line + 1}" if where is not None else ""
+        raise ConfigError(key="config", source=str(path), reason=f"is not valid YAML{line}") from e
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise ConfigError(key="config", source=str(path), reason="must be a mapping of settings")
+    return doc
+
+
+def _openlineage_configured(environ: Mapping[str, str], cwd: Path, home: Path | None) -> bool:
+    if any(environ.get(k) for k in _OL_ENV_MARKERS):
+        return True
+    if any(k.startswith("OPENLINEAGE__") for k in environ):
+        return True
+    candidates = [cwd / "openlineage.yml"]
+    if home is not None:
+        candidates.append(home / ".openlineage" / "openlineage.yml")
+    return any(p.is_file() for p in candidates)
+
+
+def load_settings(
+    *,
+    cli: Mapping[str, object],
+    environ: Mapping[str, str],
+    cwd: Path,
+    home: Path | None = None,
+) -> Settings:
+    """Build Settings from flags, environment and config file, in that order of precedence.
+
+    Args:
+        cli: the dbt-oml flags the user actually gave (key -> value), plus optionally "config".
+        environ: the process environment (tests pass a dict).
+        cwd: the working directory (where dbt-oml.yml and openlineage.yml are looked for).
+        home: the user's home directory (for ~/.openlineage/openlineage.yml).
+
+    Raises:
+        ConfigError: an unknown key, or a value that does not parse; names the key and source.
+    """
+    values: dict[str, Any] = {}
+    config_path: Path | None = None
+    named = cli.get("config") or environ.get("DBT_OML_CONFIG")
+    if named:
+        config_path = Path(str(named)).expanduser()
+    elif (cwd / DEFAULT_CONFIG_FILE).is_file():
+        config_path = cwd / DEFAULT_CONFIG_FILE
+    if config_path is not None:
+        source = str(config_path)
+        for key, value in _read_file(config_path).items():
+            if key not in KEYS:
+                raise ConfigError(
+                    key=str(key),
+                    source=source,
+                    reason="unknown setting",
+                    hint="valid settings: " + ", ".join(sorted(KEYS)),
+                )
+            values[key] = KEYS[key](value, key, source)
+    for var, key in COMPAT_ENV.items():
+        if environ.get(var):
+            values[key] = KEYS[key](environ[var], key, var)
+    for key, parse in KEYS.items():
+        var = env_name(key)
+        if key not in _FILE_ONLY and environ.get(var) not in (None, ""):
+            values[key] = parse(environ[var], key, var)
+    for key, value in cli.items():
+        if key == "config" or value is None:
+            continue
+        if key not in KEYS:
+            raise ConfigError(key=key, source="command line", reason="unknown setting")
+        values[key] = KEYS[key](value, key, "--" + key.replace("_", "-"))
+    return Settings(
+        **values,
+        openlineage_configured=_openlineage_configured(environ, cwd, home),
+        config_file=config_path,
+    )

@@ -1,0 +1,242 @@
+"""Run dbt in-process (dbtRunner) and listen to its node events as they happen.
+
+dbt calls our callback from its worker threads and hangs if a callback raises, so the callback
+only copies what it needs into a queue and never raises; a worker thread hands the items to the
+listener. What dbt resolved (project, profile, target, target path, the connection's catalogs) is
+read from the adapter dbt registered, never from a re-parse of our own.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from dbt_oml.artifacts import parse_time
+from dbt_oml.namespaces import CatalogSpec
+
+if TYPE_CHECKING:
+    from dbt_common.events.base_types import EventMsg
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DbtContext:
+    """What dbt resolved for this invocation: everything dbt-oml needs to know about it."""
+
+    invocation_id: str
+    started_at: datetime
+    command: str
+    project_name: str
+    project_root: Path
+    target_path: Path
+    profiles_dir: str | None
+    profile_name: str | None
+    target_name: str | None
+    adapter_type: str
+    dbt_version: str
+    catalogs: tuple[CatalogSpec, ...] = field(repr=False)
+    cli_vars: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeStarted:
+    unique_id: str
+    started_at: datetime
+
+
+class Listener(Protocol):
+    """Receives dbt's progress, in order, on one worker thread."""
+
+    def on_invocation(self, context: DbtContext) -> None: ...
+    def on_node_start(self, event: NodeStarted) -> None: ...
+
+
+@dataclass(slots=True)
+class DbtInvocation:
+    """How one dbt command went."""
+
+    return_code: int
+    error: str | None
+    context: DbtContext | None
+    node_starts: dict[str, datetime]
+    ended_at: datetime
+    listener_errors: list[str] = field(default_factory=list)
+
+
+def exit_code(success: bool, exception: BaseException | None) -> int:
+    """dbt's CLI exit code for a dbtRunner result (0 ok, 1 node failures, 2 dbt error)."""
+    if success:
+        return 0
+    return 1 if exception is None else 2
+
+
+def catalogs_of(adapter_type: str, credentials: Any) -> tuple[CatalogSpec, ...]:
+    """The catalogs of a connection: the main database first, then every attachment."""
+    database = str(getattr(credentials, "database", "") or "main")
+    if adapter_type != "duckdb":
+        host = getattr(credentials, "host", None) or getattr(credentials, "server", None)
+        port = getattr(credentials, "port", None)
+        conn = f"host={host} port={port}" if host else ""
+        return (CatalogSpec(alias=database, type=adapter_type, path=conn),)
+    path = str(getattr(credentials, "path", "") or ":memory:")
+    specs = [CatalogSpec(alias=database, type="duckdb", path=path)]
+    for attachment in getattr(credentials, "attach", None) or ():
+        att_path = str(attachment.path)
+        kind = (attachment.type or "duckdb").lower()
+        if attachment.is_ducklake or att_path.startswith("ducklake:"):
+            kind = "ducklake"
+        alias = attachment.alias or Path(att_path.split("?", 1)[0]).stem
+        specs.append(CatalogSpec(alias=alias, type=kind, path=att_path))
+    return tuple(specs)
+
+
+def _context_from_dbt(invocation_id: str) -> DbtContext | None:
+    """Read the registered adapter and dbt's flags; None until dbt has registered an adapter."""
+    from dbt.adapters.factory import FACTORY
+    from dbt.flags import get_flags
+    from dbt.version import __version__ as dbt_version
+    from dbt_common.invocation import get_invocation_started_at
+
+    adapters = getattr(FACTORY, "adapters", {})
+    if not adapters:
+        return None
+    adapter = next(iter(adapters.values()))
+    config = adapter.config
+    flags = get_flags()  # type: ignore[no-untyped-call]
+    root = Path(config.project_root).resolve()
+    target_path = Path(config.target_path)
+    started = get_invocation_started_at()
+    cli_vars = getattr(config, "cli_vars", None) or {}
+    return DbtContext(
+        invocation_id=invocation_id,
+        started_at=started if started.tzinfo else started.replace(tzinfo=timezone.utc),
+        command=str(getattr(flags, "WHICH", "") or ""),
+        project_name=str(config.project_name),
+        project_root=root,
+        target_path=target_path if target_path.is_absolute() else root / target_path,
+        profiles_dir=str(getattr(flags, "PROFILES_DIR", "") or "") or None,
+        profile_name=getattr(config, "profile_name", None),
+        target_name=getattr(config, "target_name", None),
+        adapter_type=str(adapter.type()),
+        dbt_version=str(dbt_version),
+        catalogs=catalogs_of(str(adapter.type()), config.credentials),
+        cli_vars=dict(cli_vars),
+    )
+
+
+class _Bridge:
+    """dbt callback -> queue -> listener thread. The callback never raises."""
+
+    def __init__(self, listener: Listener | None) -> None:
+        self.listener = listener
+        self.items: queue.Queue[object] = queue.Queue()
+        self.context: DbtContext | None = None
+        self.node_starts: dict[str, datetime] = {}
+        self.errors: list[str] = []
+        self._thread = threading.Thread(target=self._drain, name="dbt-oml-listener", daemon=True)
+        self._thread.start()
+
+    def callback(self, event: EventMsg) -> None:
+        try:
+            self._handle(event)
+        except Exception as e:  # noqa: BLE001 - an exception escaping a dbt callback hangs dbt
+            self.errors.append(f"listener: {type(e).__name__}: {e}")
+
+    def _handle(self, event: EventMsg) -> None:
+        name = event.info.name
+        if self.context is None and name not in {"MainReportVersion", "MainReportArgs"}:
+            self.context = _context_from_dbt(str(event.info.invocation_id))  # type: ignore[attr-defined]
+            if self.context is not None:
+                self.items.put(self.context)
+        if name == "NodeStart":
+            info = event.data.node_info
+            started = parse_time(info.node_started_at) or datetime.now(timezone.utc)
+            item = NodeStarted(unique_id=info.unique_id, started_at=started)
+            self.node_starts.setdefault(item.unique_id, started)
+            self.items.put(item)
+
+    def _drain(self) -> None:
+        while True:
+            item = self.items.get()
+            if item is None:
+                return
+            if self.listener is None:
+                continue
+            try:
+                if isinstance(item, DbtContext):
+                    self.listener.on_invocation(item)
+                elif isinstance(item, NodeStarted):
+                    self.listener.on_node_start(item)
+            except Exception as e:
+                logger.debug("listener failed", exc_info=True)
+                self.errors.append(f"listener: {type(e).__name__}: {e}")
+
+    def close(self) -> None:
+        self.items.put(None)
+        self._thread.join()
+
+
+def run_dbt(args: Sequence[str], listener: Listener | None = None) -> DbtInvocation:
+    """Run one dbt command in this process, feeding node starts to `listener` as they happen."""
+    from dbt.cli.main import dbtRunner
+
+    bridge = _Bridge(listener)
+    try:
+        result = dbtRunner(callbacks=[bridge.callback]).invoke(list(args))
+    finally:
+        bridge.close()
+    error = None
+    if result.exception is not None:
+        error = str(result.exception).strip() or type(result.exception).__name__
+    elif not result.success:
+        error = _failure_summary(result.result)
+    return DbtInvocation(
+        return_code=exit_code(result.success, result.exception),
+        error=error,
+        context=bridge.context,
+        node_starts=bridge.node_starts,
+        ended_at=datetime.now(timezone.utc),
+        listener_errors=bridge.errors,
+    )
+
+
+def _failure_summary(result: object) -> str:
+    failed = [
+        f"{r.node.unique_id} ({getattr(r.status, 'value', r.status)})"
+        for r in getattr(result, "results", None) or ()
+        if str(getattr(r.status, "value", r.status)) in {"error", "fail"}
+    ]
+    if not failed:
+        return "dbt reported failure"
+    shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+    return f"{len(failed)} node(s) failed: {shown}"
+
+
+def docs_generate_args(context: DbtContext) -> list[str]:
+    """`dbt docs generate` for the same project, profile, target and target path."""
+    args = [
+        "docs",
+        "generate",
+        "--quiet",
+        "--project-dir",
+        str(context.project_root),
+        "--target-path",
+        str(context.target_path),
+    ]
+    if context.profiles_dir:
+        args += ["--profiles-dir", context.profiles_dir]
+    if context.profile_name:
+        args += ["--profile", context.profile_name]
+    if context.target_name:
+        args += ["--target", context.target_name]
+    if context.cli_vars:
+        args += ["--vars", json.dumps(context.cli_vars)]
+    return args

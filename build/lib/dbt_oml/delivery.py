@@ -1,0 +1,186 @@
+"""Send events through the openlineage-python client; keep what could not be delivered.
+
+Delivery never raises into dbt-oml's caller: each failure is counted, and once the transport has
+failed a few times in a row the remaining events go straight to the outbox (a JSON-lines file
+that `dbt-oml replay` sends later), so a dead backend costs seconds, not minutes per event.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from openlineage.client.event_v2 import (
+    InputDataset,
+    Job,
+    OutputDataset,
+    Run,
+    RunEvent,
+    RunState,
+)
+from openlineage.client.facet_v2 import tags_run
+from openlineage.client.serde import Serde
+
+from dbt_oml.errors import ArtifactError
+
+logger = logging.getLogger(__name__)
+
+#: After this many consecutive failures the transport is not tried again in this run.
+MAX_CONSECUTIVE_FAILURES = 3
+_USERINFO = re.compile(r"(//)[^/@\s]+@")
+_SECRET_PARAM = re.compile(r"((?:token|password|apikey|api_key|key|secret)=)[^&\s]+", re.IGNORECASE)
+
+
+def redact(text: str) -> str:
+    """Drop user:password@ and secret-looking query parameters from an error text.
+
+    >>> redact("POST https://bob:pw@om:8585/api?token=abc&x=1 failed")
+    'POST https://***@om:8585/api?token=***&x=1 failed'
+    """
+    return _SECRET_PARAM.sub(r"\1***", _USERINFO.sub(r"\1***@", text))
+
+
+class Emitter(Protocol):
+    def emit(self, event: RunEvent) -> None: ...
+    def close(self, timeout: float = -1.0) -> bool: ...
+
+
+@dataclass(slots=True)
+class DeliveryReport:
+    delivered: int = 0
+    failed: int = 0
+    outbox: Path | None = None
+    errors: list[str] = field(default_factory=list)
+    collected: list[dict[str, Any]] = field(default_factory=list)
+
+
+def to_dict(event: RunEvent) -> dict[str, Any]:
+    return Serde.to_dict(event)
+
+
+def _run_facets(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Facets stay plain mappings, except `tags`, which the client updates in place."""
+    facets = dict(raw)
+    tags = facets.get("tags")
+    if isinstance(tags, Mapping):
+        facets["tags"] = tags_run.TagsRunFacet(
+            tags=[tags_run.TagsRunFacetFields(**t) for t in tags.get("tags") or ()],
+            producer=tags.get("_producer", ""),
+        )
+    return facets
+
+
+def from_dict(doc: Mapping[str, Any]) -> RunEvent:
+    """Rebuild a RunEvent from its JSON form."""
+    run, job = doc["run"], doc["job"]
+    return RunEvent(
+        eventType=RunState(doc["eventType"]),
+        eventTime=doc["eventTime"],
+        run=Run(runId=run["runId"], facets=_run_facets(run.get("facets") or {})),
+        job=Job(namespace=job["namespace"], name=job["name"], facets=job.get("facets") or {}),
+        inputs=[
+            InputDataset(
+                namespace=d["namespace"],
+                name=d["name"],
+                facets=d.get("facets") or {},
+                inputFacets=d.get("inputFacets") or {},
+            )
+            for d in doc.get("inputs") or ()
+        ],
+        outputs=[
+            OutputDataset(
+                namespace=d["namespace"],
+                name=d["name"],
+                facets=d.get("facets") or {},
+                outputFacets=d.get("outputFacets") or {},
+            )
+            for d in doc.get("outputs") or ()
+        ],
+        producer=doc.get("producer") or "",
+    )
+
+
+class Delivery:
+    """Sends events one by one through an emitter, or collects them for --dry-run."""
+
+    def __init__(self, emitter: Emitter | None, *, outbox: Path, target: str) -> None:
+        self._emitter = emitter
+        self._outbox = outbox
+        self._target = target
+        self._lock = threading.Lock()
+        self._consecutive = 0
+        self.report = DeliveryReport()
+
+    @property
+    def dry_run(self) -> bool:
+        return self._emitter is None
+
+    def send(self, event: RunEvent) -> None:
+        with self._lock:
+            if self._emitter is None:
+                self.report.collected.append(to_dict(event))
+                return
+            if self._consecutive >= MAX_CONSECUTIVE_FAILURES:
+                self._spool(event)
+                return
+            try:
+                self._emitter.emit(event)
+            except Exception as e:
+                self._consecutive += 1
+                self.report.errors.append(redact(f"{type(e).__name__}: {e}"))
+                logger.debug("emit failed", exc_info=True)
+                self._spool(event)
+                if self._consecutive == MAX_CONSECUTIVE_FAILURES:
+                    logger.warning(
+                        "%s failed %d times in a row; keeping the remaining events in %s",
+                        self._target,
+                        self._consecutive,
+                        self._outbox,
+                    )
+            else:
+                self._consecutive = 0
+                self.report.delivered += 1
+
+    def send_all(self, events: Iterable[RunEvent]) -> None:
+        for event in events:
+            self.send(event)
+
+    def _spool(self, event: RunEvent) -> None:
+        self.report.failed += 1
+        self._outbox.parent.mkdir(parents=True, exist_ok=True)
+        with self._outbox.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(to_dict(event), sort_keys=True) + "\n")
+        self.report.outbox = self._outbox
+
+    def close(self, timeout: float = 10.0) -> DeliveryReport:
+        if self._emitter is not None:
+            try:
+                self._emitter.close(timeout)
+            except Exception as e:  # noqa: BLE001 - closing a broken transport is best effort
+                self.report.errors.append(redact(f"close: {type(e).__name__}: {e}"))
+        return self.report
+
+
+def read_outbox(path: Path) -> list[RunEvent]:
+    """The events kept in an outbox file, in order."""
+    events = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise ArtifactError(path=str(path), reason="not found") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            events.append(from_dict(json.loads(line)))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            raise ArtifactError(
+                path=f"{path}:{number}", reason=f"is not an OpenLineage event ({e})"
+            ) from e
+    return events

@@ -1,0 +1,502 @@
+"""Build OpenLineage RunEvents for one dbt invocation from its artifacts.
+
+Pure: no I/O, no environment, no logging setup; clocks and ids are inputs. Event shape follows
+dbt-ol (a parent run for the invocation, a run per executed node with the invocation as parent,
+aggregated test assertions per tested dataset), with per-dataset namespaces, datasets resolved
+through ephemeral models, and `Z` timestamps with millisecond precision.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+from typing import cast
+
+from openlineage.client.event_v2 import (
+    InputDataset,
+    Job,
+    OutputDataset,
+    Run,
+    RunEvent,
+    RunState,
+)
+from openlineage.client.facet_v2 import DatasetFacet, JobFacet, RunFacet, parent_run
+
+from dbt_oml import facets
+from dbt_oml.artifacts import Catalog, Column, Manifest, Node, NodeResult, RunArtifacts
+from dbt_oml.filerefs import file_dataset, file_paths
+from dbt_oml.ids import run_id
+from dbt_oml.namespaces import Namespaces
+
+#: Node types that run as their own OpenLineage job, and their jobType.
+JOB_TYPES: Mapping[str, str] = {"model": "MODEL", "seed": "SEED", "snapshot": "SNAPSHOT"}
+#: Commands whose nodes get events; others get only the invocation's run.
+BUILD_COMMANDS = frozenset({"build", "run", "seed", "snapshot", "test", "retry"})
+_TERMINAL: Mapping[str, RunState] = {"success": RunState.COMPLETE, "error": RunState.FAIL}
+
+
+class JobNaming(str, Enum):
+    """How node jobs are named."""
+
+    DBT_OL = "dbt-ol"
+    """dbt-ol's default names (`db.schema.package.model[.command.kind]`): histories continue."""
+    UNIQUE_ID = "unique_id"
+    """Stable, command-independent names: the node's unique_id."""
+
+
+def format_time(moment: datetime) -> str:
+    """UTC with a `Z` and exactly three fractional digits (what OpenMetadata 2.0 parses right).
+
+    >>> from datetime import datetime, timezone, timedelta
+    >>> format_time(datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc))
+    '2026-01-02T03:04:05.678Z'
+    >>> format_time(datetime(2026, 1, 2, 5, 4, 5, tzinfo=timezone(timedelta(hours=2))))
+    '2026-01-02T03:04:05.000Z'
+    """
+    utc = moment.astimezone(timezone.utc) if moment.tzinfo else moment
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Invocation:
+    """One dbt invocation, as dbt reported it."""
+
+    invocation_id: str
+    started_at: datetime
+    command: str
+    project_name: str
+    profile_name: str | None = None
+    target_name: str | None = None
+    dbt_version: str = "unknown"
+    adapter_type: str = "duckdb"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventSettings:
+    """What shapes the events but does not come from dbt."""
+
+    producer: str
+    adapter_version: str
+    job_namespace: str = "dbt"
+    parent_job_name: str | None = None
+    job_naming: JobNaming = JobNaming.DBT_OL
+    cwd: str = "/"
+    """The directory relative file paths in SQL are resolved against (dbt's working directory)."""
+    project_root: str | None = None
+    """The dbt project's directory (where seed files live)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetRef:
+    namespace: str
+    name: str
+
+
+@dataclass(slots=True)
+class EventBuilder:
+    """Builds the events of one invocation; holds the artifacts it enriches them from."""
+
+    invocation: Invocation
+    namespaces: Namespaces
+    settings: EventSettings
+    manifest: Manifest
+    catalog: Catalog | None = None
+    _columns: dict[str, tuple[Column, ...]] = field(default_factory=dict)
+
+    # -- identities -------------------------------------------------------------------------
+
+    @property
+    def parent_job(self) -> str:
+        return self.settings.parent_job_name or f"dbt-run-{self.invocation.project_name}"
+
+    def parent_run_id(self) -> str:
+        return run_id(self.invocation.invocation_id, "", self.invocation.started_at)
+
+    def node_run_id(self, key: str, started_at: datetime) -> str:
+        return run_id(self.invocation.invocation_id, key, started_at)
+
+    def job_name(self, node: Node, kind: str | None = None) -> str:
+        """The job name of a node (or of the tests of a node, with kind="test")."""
+        if self.settings.job_naming is JobNaming.UNIQUE_ID:
+            return node.unique_id if kind is None else f"{node.unique_id}.{kind}"
+        uid = node.unique_id
+        for prefix in ("model.", "seed.", "snapshot."):
+            uid = uid.removeprefix(prefix)
+        base = ".".join(p for p in (node.database, node.schema, uid) if p)
+        command = self.invocation.command
+        step = kind or {"model": "run"}.get(node.resource_type, node.resource_type)
+        if command == "build":
+            return f"{base}.build.{step}"
+        return base if step == "run" and command == "run" else f"{base}.{step}"
+
+    def dataset(self, node: Node) -> DatasetRef:
+        name = ".".join(p for p in (node.database, node.schema, node.identifier) if p)
+        return DatasetRef(self.namespaces.for_database(node.database), name)
+
+    # -- datasets ---------------------------------------------------------------------------
+
+    def columns(self, node: Node) -> tuple[Column, ...]:
+        cached = self._columns.get(node.unique_id)
+        if cached is None:
+            from_catalog = self.catalog.columns.get(node.unique_id) if self.catalog else None
+            cached = facets.merged_columns(node, from_catalog)
+            self._columns[node.unique_id] = cached
+        return cached
+
+    def upstream(self, node: Node) -> list[Node]:
+        """The relations a node reads, looking through ephemeral models to what they read."""
+        found: dict[str, Node] = {}
+        stack = list(reversed(node.depends_on))
+        seen: set[str] = set()
+        while stack:
+            uid = stack.pop()
+            if uid in seen:
+                continue
+            seen.add(uid)
+            parent = self.manifest.get(uid)
+            if parent is None:
+                continue
+            if parent.resource_type == "model" and parent.materialized == "ephemeral":
+                stack.extend(reversed(parent.depends_on))
+            elif parent.is_relation:
+                found.setdefault(uid, parent)
+        return list(found.values())
+
+    def _input(self, node: Node) -> InputDataset:
+        ref = self.dataset(node)
+        return InputDataset(
+            namespace=ref.namespace,
+            name=ref.name,
+            facets=facets.dataset_facets(
+                node=node,
+                namespace=ref.namespace,
+                columns=self.columns(node),
+                producer=self.settings.producer,
+            ),
+        )
+
+    def inputs(self, node: Node, sql: str | None) -> list[InputDataset]:
+        out = [self._input(parent) for parent in self.upstream(node)]
+        paths = file_paths(sql, dialect=self.invocation.adapter_type) if sql else []
+        cwd = self.settings.cwd
+        if node.resource_type == "seed" and node.original_file_path:
+            paths, cwd = [node.original_file_path], self.settings.project_root or cwd
+        for path in paths:
+            ref = file_dataset(path, cwd=cwd)
+            out.append(
+                InputDataset(
+                    namespace=ref.namespace,
+                    name=ref.name,
+                    facets=facets.dataset_facets(
+                        node=None,
+                        namespace=ref.namespace,
+                        columns=(),
+                        producer=self.settings.producer,
+                    ),
+                )
+            )
+        return out
+
+    def output(self, node: Node, rows: int | None = None) -> OutputDataset:
+        ref = self.dataset(node)
+        return OutputDataset(
+            namespace=ref.namespace,
+            name=ref.name,
+            facets=facets.dataset_facets(
+                node=node,
+                namespace=ref.namespace,
+                columns=self.columns(node),
+                producer=self.settings.producer,
+            ),
+            outputFacets=facets.output_statistics(rows, self.settings.producer),
+        )
+
+    # -- runs -------------------------------------------------------------------------------
+
+    def _run_facets(self) -> dict[str, RunFacet]:
+        inv = self.invocation
+        return facets.run_facets(
+            dbt_version=inv.dbt_version,
+            adapter_version=self.settings.adapter_version,
+            invocation_id=inv.invocation_id,
+            project_name=inv.project_name,
+            profile_name=inv.profile_name,
+            command=inv.command,
+            producer=self.settings.producer,
+        )
+
+    def _parent_facet(self) -> dict[str, RunFacet]:
+        ns, name, rid = self.settings.job_namespace, self.parent_job, self.parent_run_id()
+        return {
+            "parent": parent_run.ParentRunFacet(
+                run=parent_run.Run(runId=rid),
+                job=parent_run.Job(namespace=ns, name=name),
+                root=parent_run.Root(
+                    run=parent_run.RootRun(runId=rid),
+                    job=parent_run.RootJob(namespace=ns, name=name),
+                ),
+                producer=self.settings.producer,
+            )
+        }
+
+    def _event(
+        self,
+        *,
+        state: RunState,
+        at: datetime,
+        rid: str,
+        job: str,
+        job_facets: dict[str, JobFacet],
+        run_facets: dict[str, RunFacet],
+        inputs: list[InputDataset] | None = None,
+        outputs: list[OutputDataset] | None = None,
+    ) -> RunEvent:
+        return RunEvent(
+            eventType=state,
+            eventTime=format_time(at),
+            run=Run(runId=rid, facets=run_facets),
+            job=Job(namespace=self.settings.job_namespace, name=job, facets=job_facets),
+            inputs=inputs or [],
+            outputs=outputs or [],
+            producer=self.settings.producer,
+        )
+
+    def parent_start(self) -> RunEvent:
+        """START of the invocation's own run."""
+        return self._event(
+            state=RunState.START,
+            at=self.invocation.started_at,
+            rid=self.parent_run_id(),
+            job=self.parent_job,
+            job_facets={"jobType": facets.job_type("JOB", self.settings.producer)},
+            run_facets=self._run_facets(),
+        )
+
+    def parent_end(self, *, at: datetime, error: str | None) -> RunEvent:
+        """COMPLETE (no error) or FAIL (with the error text) of the invocation's run."""
+        run_facets = self._run_facets()
+        if error is not None:
+            run_facets["errorMessage"] = facets.error_message(error, self.settings.producer)
+        return self._event(
+            state=RunState.FAIL if error is not None else RunState.COMPLETE,
+            at=at,
+            rid=self.parent_run_id(),
+            job=self.parent_job,
+            job_facets={"jobType": facets.job_type("JOB", self.settings.producer)},
+            run_facets=run_facets,
+        )
+
+    def _node_job_facets(self, node: Node, sql: str | None) -> dict[str, JobFacet]:
+        producer = self.settings.producer
+        out: dict[str, JobFacet] = {
+            "jobType": facets.job_type(JOB_TYPES[node.resource_type], producer)
+        }
+        if sql:
+            out["sql"] = facets.sql(sql, self.invocation.adapter_type, producer)
+        if node.description:
+            out["documentation"] = facets.job_documentation(node.description, producer)
+        return out
+
+    def emits_for(self, node: Node | None) -> bool:
+        """Whether a node gets its own run: executed models (not ephemeral), seeds, snapshots."""
+        return (
+            node is not None
+            and node.resource_type in JOB_TYPES
+            and node.materialized != "ephemeral"
+            and self.invocation.command in BUILD_COMMANDS
+        )
+
+    def node_start(self, unique_id: str, started_at: datetime) -> RunEvent | None:
+        """START of one node, at its real start time (sent while dbt runs)."""
+        node = self.manifest.get(unique_id)
+        if node is None or not self.emits_for(node):
+            return None
+        return self._event(
+            state=RunState.START,
+            at=started_at,
+            rid=self.node_run_id(unique_id, started_at),
+            job=self.job_name(node),
+            job_facets=self._node_job_facets(node, None),
+            run_facets={
+                **self._run_facets(),
+                **self._parent_facet(),
+                **facets.tags(node, self.settings.producer),
+            },
+            inputs=self.inputs(node, None),
+            outputs=[self.output(node)],
+        )
+
+    def node_end(self, result: NodeResult, started_at: datetime) -> RunEvent | None:
+        """COMPLETE or FAIL of one node at its real end time; skipped nodes get none."""
+        node = self.manifest.get(result.unique_id)
+        state = _TERMINAL.get(result.status)
+        if node is None or state is None or not self.emits_for(node):
+            return None
+        sql = result.compiled_code or node.compiled_code
+        run_facets = {
+            **self._run_facets(),
+            **self._parent_facet(),
+            **facets.tags(node, self.settings.producer),
+        }
+        if state is RunState.FAIL:
+            message = result.message or f"dbt reported status {result.status}"
+            run_facets["errorMessage"] = facets.error_message(message, self.settings.producer)
+        return self._event(
+            state=state,
+            at=result.completed_at or started_at,
+            rid=self.node_run_id(result.unique_id, started_at),
+            job=self.job_name(node),
+            job_facets=self._node_job_facets(node, sql),
+            run_facets=run_facets,
+            inputs=self.inputs(node, sql),
+            outputs=[self.output(node, result.rows_affected)],
+        )
+
+    def node_abort(self, unique_id: str, started_at: datetime, at: datetime) -> RunEvent | None:
+        """ABORT of a node whose START went out live but that dbt then skipped."""
+        node = self.manifest.get(unique_id)
+        if node is None or not self.emits_for(node):
+            return None
+        return self._event(
+            state=RunState.ABORT,
+            at=max(at, started_at),
+            rid=self.node_run_id(unique_id, started_at),
+            job=self.job_name(node),
+            job_facets=self._node_job_facets(node, None),
+            run_facets={**self._run_facets(), **self._parent_facet()},
+            inputs=self.inputs(node, None),
+            outputs=[self.output(node)],
+        )
+
+    def tested_node(self, test: Node) -> Node | None:
+        """The relation a test checks: its attached node, else its only relation parent."""
+        if test.test is not None and test.test.attached_node:
+            return self.manifest.get(test.test.attached_node)
+        parents = [
+            p for p in (self.manifest.get(u) for u in test.depends_on) if p and p.is_relation
+        ]
+        return parents[0] if len(parents) == 1 else None
+
+    def test_events(self, results: Iterable[NodeResult]) -> list[RunEvent]:
+        """One run per tested dataset carrying dbt-ol's dataQualityAssertions, at real times."""
+        by_dataset: dict[str, list[tuple[Node, NodeResult]]] = defaultdict(list)
+        if self.invocation.command not in BUILD_COMMANDS:
+            return []
+        for result in results:
+            test = self.manifest.get(result.unique_id)
+            if test is None or test.test is None or result.status == "skipped":
+                continue
+            target = self.tested_node(test)
+            if target is not None:
+                by_dataset[target.unique_id].append((test, result))
+        events: list[RunEvent] = []
+        producer = self.settings.producer
+        for uid, items in sorted(by_dataset.items()):
+            target = self.manifest.nodes[uid]
+            starts = [r.started_at for _, r in items if r.started_at]
+            ends = [r.completed_at for _, r in items if r.completed_at]
+            start = min(starts) if starts else self.invocation.started_at
+            end = max(ends) if ends else start
+            checks = [
+                facets.assertion(test=t, status=r.status, failures=r.failures) for t, r in items
+            ]
+            ref = self.dataset(target)
+            dq = facets.assertions(checks, producer)
+            tested = InputDataset(
+                namespace=ref.namespace,
+                name=ref.name,
+                facets={
+                    **facets.dataset_facets(
+                        node=target,
+                        namespace=ref.namespace,
+                        columns=self.columns(target),
+                        producer=producer,
+                    ),
+                    # dbt-ol sends assertions in `facets` too; some consumers read them there
+                    **cast("dict[str, DatasetFacet]", dq),
+                },
+                inputFacets=dq,
+            )
+            failed = any(r.status in {"fail", "error"} for _, r in items)
+            events += self._test_run(target, tested, start, end, failed=failed)
+        return events
+
+    def _test_run(
+        self, target: Node, tested: InputDataset, start: datetime, end: datetime, *, failed: bool
+    ) -> list[RunEvent]:
+        rid = self.node_run_id(f"test:{target.unique_id}", start)
+        job = self.job_name(target, "test")
+        run_facets = {**self._run_facets(), **self._parent_facet()}
+        job_facets: dict[str, JobFacet] = {
+            "jobType": facets.job_type("TEST", self.settings.producer)
+        }
+        return [
+            self._event(
+                state=state,
+                at=at,
+                rid=rid,
+                job=job,
+                job_facets=job_facets,
+                run_facets=run_facets,
+                inputs=[tested],
+            )
+            for state, at in (
+                (RunState.START, start),
+                (RunState.FAIL if failed else RunState.COMPLETE, end),
+            )
+        ]
+
+
+def build_events(
+    artifacts: RunArtifacts,
+    *,
+    invocation: Invocation,
+    namespaces: Namespaces,
+    settings: EventSettings,
+    node_starts: Mapping[str, datetime] | None = None,
+    ended_at: datetime | None = None,
+    error: str | None = None,
+) -> list[RunEvent]:
+    """Every event of an invocation, in time order: the parent START first, its end last.
+
+    Args:
+        artifacts: the invocation's manifest, run results and (optional) catalog.
+        invocation: the dbt invocation the events describe.
+        namespaces: the namespace of every catalog.
+        settings: job namespace, naming, producer.
+        node_starts: the real start time of each node, when it was observed live; otherwise
+            each node's first timing entry in run_results.json is used.
+        ended_at: when the invocation ended (default: the last node end, or its start).
+        error: the invocation's error, if it failed.
+    """
+    builder = EventBuilder(
+        invocation=invocation,
+        namespaces=namespaces,
+        settings=settings,
+        manifest=artifacts.manifest,
+        catalog=artifacts.catalog,
+    )
+    body: list[RunEvent] = []
+    results = artifacts.run_results.results if artifacts.run_results else ()
+    for result in results:
+        started = (node_starts or {}).get(result.unique_id) or result.started_at
+        if started is None:
+            continue
+        start = builder.node_start(result.unique_id, started)
+        end = builder.node_end(result, started)
+        if start is not None and end is not None:
+            body += [start, end]
+    body += builder.test_events(results)
+    body.sort(key=lambda e: e.eventTime)
+    last = max((e.eventTime for e in body), default=None)
+    end_at = ended_at or (
+        max(r.completed_at for r in results if r.completed_at)
+        if any(r.completed_at for r in results)
+        else invocation.started_at
+    )
+    if last is not None and format_time(end_at) < last:
+        end_at = max(r.completed_at for r in results if r.completed_at)
+    return [builder.parent_start(), *body, builder.parent_end(at=end_at, error=error)]

@@ -1,0 +1,147 @@
+"""Column lineage end to end: every mart column traced, across events, to its source columns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import CliRun
+
+pytestmark = pytest.mark.integration
+
+Field = tuple[str, str]  # (dataset name, column)
+CUSTOMERS, ORDERS, PAYMENTS = (
+    "crm.sales.Customers",
+    "crm.sales.order_lines_v2",
+    "crm.sales.payments",
+)
+SEED = "warehouse.staging.country_codes"
+
+EXPECTED: dict[str, dict[str, set[Field]]] = {
+    "dw.marts.dim_customers": {
+        "customer_key": {(CUSTOMERS, "CustomerId"), (CUSTOMERS, "Email")},
+        "customer_id": {(CUSTOMERS, "CustomerId")},
+        "full_name": {(CUSTOMERS, "FirstName"), (CUSTOMERS, "LastName")},
+        "country_name": {(SEED, "country_name")},
+        "region": {(SEED, "region")},
+        "order_count": set(),  # count(*)
+        "lifetime_value": {
+            (ORDERS, "amount_cents"),
+            (ORDERS, "status"),
+            (PAYMENTS, "amount_cents"),
+        },
+        "value_rank": {(ORDERS, "amount_cents")},
+    },
+    "dw.marts.fct_orders": {
+        "order_id": {(ORDERS, "id")},
+        "customer_key": {(CUSTOMERS, "CustomerId"), (CUSTOMERS, "Email")},
+        "order_date": {(ORDERS, "ordered_at")},
+        "order_amount": {(ORDERS, "amount_cents")},
+        "paid_amount": {(PAYMENTS, "amount_cents")},  # through the ephemeral stg_payments
+        "payment_state": {(ORDERS, "status"), (ORDERS, "amount_cents"), (PAYMENTS, "amount_cents")},
+        "customer_order_seq": {(ORDERS, "customer_id"), (ORDERS, "ordered_at")},
+    },
+    "dw.marts.RevenueByCountry": {
+        "CountryName": {(SEED, "country_name")},
+        "Region": {(SEED, "region")},
+        "Revenue": {(ORDERS, "amount_cents")},
+        "Customers": {(ORDERS, "customer_id")},
+    },
+}
+
+
+def _graph(events: list[dict[str, Any]]) -> dict[Field, set[Field]]:
+    """(dataset, column) -> the (dataset, column)s it is computed from, over all COMPLETE events."""
+    graph: dict[Field, set[Field]] = {}
+    for event in events:
+        if event["eventType"] != "COMPLETE":
+            continue
+        for out in event["outputs"]:
+            facet = out["facets"].get("columnLineage")
+            for column, spec in (facet or {}).get("fields", {}).items():
+                graph[(out["name"], column)] = {
+                    (f["name"], f["field"]) for f in spec["inputFields"]
+                }
+    return graph
+
+
+def _leaves(graph: dict[Field, set[Field]], start: Field) -> set[Field]:
+    out, stack, seen = set(), list(graph.get(start, ())), set()
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current in graph:
+            stack.extend(graph[current])
+        else:
+            out.add(current)
+    return out
+
+
+@pytest.mark.parametrize("mart", sorted(EXPECTED))
+def test_every_mart_column_traces_to_its_sources(built: CliRun, mart: str) -> None:
+    graph = _graph(built.events)
+    columns = {c for (name, c) in graph if name == mart}
+    assert columns == set(EXPECTED[mart])
+    for column, sources in EXPECTED[mart].items():
+        assert _leaves(graph, (mart, column)) == sources, column
+
+
+def test_inputs_of_column_lineage_are_event_inputs(built: CliRun) -> None:
+    for event in built.events:
+        names = {(d["namespace"], d["name"]) for d in event["inputs"]}
+        for out in event["outputs"]:
+            facet = out["facets"].get("columnLineage")
+            if facet is None:
+                continue
+            assert out["outputFacets"]["columnLineage"] == facet  # OpenMetadata 1.12 reads these
+            used = [f for spec in facet["fields"].values() for f in spec["inputFields"]] + facet[
+                "dataset"
+            ]
+            assert {(f["namespace"], f["name"]) for f in used} <= names
+
+
+def test_surrogate_key_is_masked_transformation(built: CliRun) -> None:
+    core = next(
+        e
+        for e in built.events
+        if e["eventType"] == "COMPLETE"
+        and e["outputs"]
+        and e["outputs"][0]["name"] == "warehouse.core.core_customers"
+    )
+    spec = core["outputs"][0]["facets"]["columnLineage"]["fields"]["customer_key"]
+    assert spec["transformationType"] == "MASKED"
+    assert "MD5(" in spec["transformationDescription"].upper()
+    for field in spec["inputFields"]:
+        assert field["transformations"] == [
+            {"type": "DIRECT", "subtype": "TRANSFORMATION", "masking": True}
+        ]
+
+
+def test_unparseable_model_is_opaque_and_the_rest_keeps_lineage(built: CliRun) -> None:
+    profile = [
+        e
+        for e in built.events
+        if e["eventType"] == "COMPLETE"
+        and e["outputs"]
+        and e["outputs"][0]["name"].endswith("core_column_profile")
+    ]
+    assert len(profile) == 1
+    assert "columnLineage" not in profile[0]["outputs"][0]["facets"]
+    assert [d["name"] for d in profile[0]["inputs"]] == [
+        "warehouse.staging.stg_orders"
+    ]  # table level kept
+    assert (
+        "no column lineage for model.jaffle_oml.core_column_profile: SQL does not parse"
+        in built.stderr
+    )
+    with_lineage = {
+        o["name"]
+        for e in built.events
+        if e["eventType"] == "COMPLETE"
+        for o in e["outputs"]
+        if "columnLineage" in o["facets"]
+    }
+    assert len(with_lineage) == 12  # every other model and the snapshot
