@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import CliRun
+from tests.conftest import CliRun, read_events, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -145,3 +147,32 @@ def test_unparseable_model_is_opaque_and_the_rest_keeps_lineage(built: CliRun) -
         if "columnLineage" in o["facets"]
     }
     assert len(with_lineage) == 12  # every other model and the snapshot
+
+
+def test_lineage_command_text_and_json(built: CliRun) -> None:
+    text = run_cli(
+        ["lineage", "dim_customers", "customer_key", "--profiles-dir", "."], cwd=built.project
+    )
+    assert text.returncode == 0, text.stderr
+    assert "<- crm.sales.Customers.CustomerId" in text.stdout
+    assert "masked" in text.stdout
+    as_json = run_cli(["lineage", "fct_orders", "--json", "--profiles-dir", "."], cwd=built.project)
+    doc = json.loads(as_json.stdout)
+    assert set(doc["columns"]) == set(EXPECTED["dw.marts.fct_orders"])
+    missing = run_cli(["lineage", "core_column_profile", "--profiles-dir", "."], cwd=built.project)
+    assert missing.returncode == 3
+    assert "SQL does not parse" in missing.stderr
+
+
+def test_guard_refuses_to_send_no_column_lineage_at_all(project: Path) -> None:
+    args = ["run", "--profiles-dir", ".", "-s", "stg_orders", "--no-docs-generate"]
+    refused = run_cli(args, cwd=project)
+    assert refused.returncode == 4, refused.stderr[-2000:]
+    assert "events NOT sent" in refused.stderr
+    assert "--allow-empty-column-lineage" in refused.stderr
+    # only the live STARTs went out; the COMPLETEs are kept for a deliberate replay
+    assert [e["eventType"] for e in refused.events] == ["START", "START"]
+    (outbox,) = (project / "target" / "dbt_oml" / "outbox").glob("*.jsonl")
+    assert [e["eventType"] for e in read_events(outbox)] == ["COMPLETE", "COMPLETE"]
+    allowed = run_cli([*args, "--allow-empty-column-lineage"], cwd=project)
+    assert allowed.returncode == 0, allowed.stderr[-2000:]

@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from dbt_oml.artifacts import read_artifacts
+from dbt_oml.lineage_batch import analyse_models, known_columns, lineage_from_json, lineage_to_json
+from dbt_oml.lineage_cache import DiskCache
+
+MODELS = {
+    "model.jaffle_oml.stg_orders",
+    "model.jaffle_oml.stg_customers",
+    "model.jaffle_oml.core_orders",
+    "model.jaffle_oml.core_customers",
+    "model.jaffle_oml.revenue_by_country",
+}
+
+
+def test_catalog_columns_expand_stars(mini_target: Path) -> None:
+    report = analyse_models(
+        read_artifacts(mini_target), wanted=MODELS, dialect="duckdb", default_catalog="warehouse"
+    )
+    assert set(report.models) >= MODELS
+    assert report.opaque == {}
+    stg = report.models["model.jaffle_oml.stg_customers"].by_output()
+    ((source, transforms),) = stg["customer_id"].inputs
+    assert (source.table, source.column) == ("Customers", "CustomerId")
+    assert transforms[0].subtype == "IDENTITY"
+
+
+def test_without_catalog_upstream_outputs_and_seed_headers_are_used(mini_target: Path) -> None:
+    (mini_target / "catalog.json").unlink()
+    arts = read_artifacts(mini_target)
+    report = analyse_models(
+        arts,
+        wanted={"model.jaffle_oml.core_customers"},
+        dialect="duckdb",
+        seed_headers={"seed.jaffle_oml.country_codes": ("code", "country_name", "region")},
+    )
+    # stg_customers selects * from a source whose YAML declares one column: it is opaque, and so
+    # is core_customers, which reads it through a CTE star; stg_country_codes expands the seed
+    # header and keeps its lineage.
+    assert "model.jaffle_oml.stg_customers" in report.opaque
+    assert "model.jaffle_oml.core_customers" in report.opaque
+    codes = report.models["model.jaffle_oml.stg_country_codes"].by_output()
+    assert set(codes) == {"code", "country_name", "region"}
+
+
+def test_one_broken_model_costs_no_other_model_its_lineage(mini_target: Path) -> None:
+    doc = json.loads((mini_target / "manifest.json").read_text())
+    doc["nodes"]["model.jaffle_oml.stg_orders"]["compiled_code"] = "select from where ((("
+    (mini_target / "manifest.json").write_text(json.dumps(doc))
+    runs = json.loads((mini_target / "run_results.json").read_text())
+    for r in runs["results"]:
+        if r["unique_id"] == "model.jaffle_oml.stg_orders":
+            r["compiled_code"] = "select from where((("
+    (mini_target / "run_results.json").write_text(json.dumps(runs))
+    report = analyse_models(read_artifacts(mini_target), wanted=MODELS, dialect="duckdb")
+    assert report.opaque["model.jaffle_oml.stg_orders"].startswith("SQL does not parse")
+    assert "model.jaffle_oml.core_orders" in report.models  # the catalog knows stg_orders' columns
+    assert "model.jaffle_oml.stg_customers" in report.models
+
+
+def test_disk_cache_hits_and_invalidation(mini_target: Path, tmp_path: Path) -> None:
+    cache = DiskCache(tmp_path / "cache")
+    arts = read_artifacts(mini_target)
+    cold = analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=cache)
+    warm = analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=cache)
+    assert cold.analysed == len(cold.models) and cold.cache_hits == 0
+    assert warm.analysed == 0 and warm.cache_hits == len(cold.models)
+    assert warm.models == cold.models
+    doc = json.loads((mini_target / "run_results.json").read_text())
+    for r in doc["results"]:
+        if r["unique_id"] == "model.jaffle_oml.core_customers":
+            r["compiled_code"] += "\n-- changed"
+    (mini_target / "run_results.json").write_text(json.dumps(doc))
+    changed = analyse_models(
+        read_artifacts(mini_target), wanted=MODELS, dialect="duckdb", cache=cache
+    )
+    assert changed.analysed == 1
+
+
+def test_corrupt_cache_entries_are_misses(mini_target: Path, tmp_path: Path) -> None:
+    cache = DiskCache(tmp_path / "cache")
+    arts = read_artifacts(mini_target)
+    analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=cache)
+    for entry in (tmp_path / "cache").rglob("*.json"):
+        entry.write_text("{broken")
+    again = analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=cache)
+    assert again.cache_hits == 0
+    assert again.opaque == {}
+
+
+def test_json_round_trip(mini_target: Path) -> None:
+    report = analyse_models(read_artifacts(mini_target), wanted=MODELS, dialect="duckdb")
+    for lineage in report.models.values():
+        assert lineage_from_json(lineage_to_json(lineage)) == lineage
+
+
+def test_known_columns_prefers_the_catalog(mini_target: Path) -> None:
+    arts = read_artifacts(mini_target)
+    cols = known_columns(arts)
+    assert [c.name for c in cols["source.jaffle_oml.crm.customers"]][:2] == [
+        "CustomerId",
+        "FirstName",
+    ]
