@@ -66,8 +66,10 @@ def test_disk_cache_hits_and_invalidation(mini_target: Path, tmp_path: Path) -> 
     arts = read_artifacts(mini_target)
     cold = analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=cache)
     warm = analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=cache)
-    assert cold.analysed == len(cold.models) and cold.cache_hits == 0
-    assert warm.analysed == 0 and warm.cache_hits == len(cold.models)
+    assert cold.analysed == len(cold.models)
+    assert cold.cache_hits == 0
+    assert warm.analysed == 0
+    assert warm.cache_hits == len(cold.models)
     assert warm.models == cold.models
     doc = json.loads((mini_target / "run_results.json").read_text())
     for r in doc["results"]:
