@@ -245,21 +245,26 @@ class _Tracer:
     def _expression_inputs(self, scope: Scope, projection: exp.Expr) -> _Inputs:
         select = scope.expression
         merged: _Inputs = {}
-        targets = [projection]
-        for window in projection.find_all(exp.Window):  # named windows: WINDOW w AS (...)
-            spec = _named_window(select, window)
-            if spec is not None:
-                targets.append(spec)
-        for target in targets:
-            for column in _own_columns(target, select):
-                context = (
-                    _context(column, projection)
-                    if target is projection
-                    else Transformation(INDIRECT, "WINDOW")
-                )
-                for source, transforms in self.column_inputs(scope, column).items():
-                    merged.setdefault(source, set()).update(compose(context, t) for t in transforms)
-        for subquery in projection.find_all(exp.Subquery):
+        found: list[tuple[exp.Expr, Transformation | None]] = []
+        subqueries: list[exp.Subquery] = []
+        for node in projection.walk():  # one pass: columns, named windows, scalar subqueries
+            if isinstance(node, exp.Column):
+                found.append((node, None))
+            elif isinstance(node, exp.Window):
+                spec = _named_window(select, node)  # WINDOW w AS (...) lives outside the select
+                if spec is not None:
+                    found += [
+                        (c, Transformation(INDIRECT, "WINDOW")) for c in spec.find_all(exp.Column)
+                    ]
+            elif isinstance(node, exp.Subquery):
+                subqueries.append(node)
+        for column, fixed in found:
+            if isinstance(column.this, exp.Star) or column.find_ancestor(exp.Select) is not select:
+                continue
+            context = fixed or _context(column, projection)
+            for source, transforms in self.column_inputs(scope, column).items():  # type: ignore[arg-type]
+                merged.setdefault(source, set()).update(compose(context, t) for t in transforms)
+        for subquery in subqueries:
             child = _child_scope(scope, subquery.this)
             if child is None or subquery.find_ancestor(exp.Select) is not select:
                 continue
@@ -471,24 +476,27 @@ def column_lineage(
             catalog=default_catalog,
             db=default_schema,
             validate_qualify_columns=False,
+            quote_identifiers=False,  # names are normalised already; quoting costs half of qualify
             identify=False,
         )
-        _expand_columns(qualified, schema)
+        lowered = sql.lower()
+        if "columns(" in lowered:
+            _expand_columns(qualified, schema)
         root = build_scope(qualified)
         if root is None:
             raise _OpaqueError(f"{type(qualified).__name__} is not a query")
         projections = _projections(qualified)
-        if qualified.find(exp.Pivot) is not None:
+        if "pivot" in lowered and qualified.find(exp.Pivot) is not None:
             raise _OpaqueError("PIVOT/UNPIVOT is not supported")
-        for projection in projections:
-            if _unexpanded_star(projection):
-                raise _OpaqueError("`*` over a relation whose columns are unknown")
+        if "*" in lowered and any(_unexpanded_star(p) for p in projections):
+            raise _OpaqueError("`*` over a relation whose columns are unknown")
         tracer = _Tracer(root)
         names = _restore_case(original, [p.alias_or_name for p in projections], case or {})
         edges = []
         for projection, name in zip(projections, names, strict=True):
             inputs = tracer.output(root, projection.alias_or_name)
-            expression = projection.unalias().sql(dialect=dialect)
+            bare = projection.unalias()
+            expression = bare.name if isinstance(bare, exp.Column) else bare.sql(dialect=dialect)
             edges.append(
                 ColumnEdge(
                     output=name, inputs=_freeze(inputs, case or {}), expression=expression[:500]

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from sqlglot.schema import MappingSchema
+
 from dbt_oml.artifacts import Column, Node, RunArtifacts
 from dbt_oml.errors import LineageError
 from dbt_oml.lineage import (
@@ -127,6 +129,41 @@ def known_columns(
     return out
 
 
+def _analyse_chunk(
+    tables: dict[str, dict[str, dict[str, dict[str, str]]]],
+    case: dict[str, str],
+    jobs: list[tuple[str, str]],
+    dialect: str,
+    default_catalog: str | None,
+) -> list[tuple[str, ModelLineage | str]]:
+    """Worker: analyse independent models against one schema built once in this process."""
+    schema = build_schema(tables, dialect=dialect)
+    out: list[tuple[str, ModelLineage | str]] = []
+    for uid, sql in jobs:
+        try:
+            out.append(
+                (
+                    uid,
+                    column_lineage(
+                        sql,
+                        schema=schema,
+                        dialect=dialect,
+                        unique_id=uid,
+                        default_catalog=default_catalog,
+                        default_schema="main",
+                        case=case,
+                    ),
+                )
+            )
+        except LineageError as e:
+            out.append((uid, e.reason))
+    return out
+
+
+#: Below this many models to analyse, worker processes cost more than they save.
+PARALLEL_THRESHOLD = 200
+
+
 def analyse_models(
     artifacts: RunArtifacts,
     *,
@@ -136,11 +173,14 @@ def analyse_models(
     seed_headers: Mapping[str, tuple[str, ...]] | None = None,
     extra: ColumnLookup | None = None,
     cache: LineageCache | None = None,
+    workers: int = 1,
 ) -> LineageReport:
     """Column lineage of the `wanted` models (analysing their model ancestors first).
 
     A model without catalog columns lends its analysed outputs to its children, so a `select *`
     over it still expands; one model's failure only makes that model (and any `*` over it) opaque.
+    With `workers` > 1 and a large project, models whose upstream columns are all known up front
+    are analysed in parallel processes; the rest follow in dependency order.
     """
     report = LineageReport()
     tables = _Tables()
@@ -150,6 +190,7 @@ def analyse_models(
     results = (
         {r.unique_id: r for r in artifacts.run_results.results} if artifacts.run_results else {}
     )
+    todo: list[tuple[Node, str, str]] = []
     for node in _order(artifacts, wanted):
         if node.materialized == "ephemeral":
             continue  # inlined as a CTE into its readers
@@ -160,34 +201,79 @@ def analyse_models(
             continue
         upstream = {p: tables.known[p] for p in _relations(artifacts, node) if p in tables.known}
         key = _key(node, sql, dialect, upstream)
-        lineage = cache.get(key) if cache is not None else None
-        if lineage is not None:
+        cached = cache.get(key) if cache is not None else None
+        if cached is not None:
             report.cache_hits += 1
-        else:
-            try:
-                lineage = column_lineage(
-                    sql,
-                    schema=schema,
-                    dialect=dialect,
-                    unique_id=node.unique_id,
-                    default_catalog=default_catalog,
-                    default_schema="main",
-                    case=tables.case,
-                )
-            except LineageError as e:
-                report.opaque[node.unique_id] = e.reason
+            _record(report, tables, schema, node, cached, dialect)
+            continue
+        todo.append((node, sql, key))
+    independent = [t for t in todo if all(p in tables.known for p in _relations(artifacts, t[0]))]
+    if workers > 1 and len(independent) >= PARALLEL_THRESHOLD:
+        done = _parallel(independent, tables, dialect, default_catalog, workers)
+        for node, _, key in independent:
+            outcome = done[node.unique_id]
+            if isinstance(outcome, str):
+                report.opaque[node.unique_id] = outcome
                 continue
             report.analysed += 1
             if cache is not None:
-                cache.put(key, lineage)
-        report.models[node.unique_id] = lineage
-        if node.unique_id not in tables.known:
-            outputs = tuple(Column(name=e.output) for e in lineage.columns)
-            tables.add(node, outputs)
-            schema.add_table(
-                _table_ref(node), {c.name: "UNKNOWN" for c in outputs}, dialect=dialect
+                cache.put(key, outcome)
+            _record(report, tables, schema, node, outcome, dialect)
+        todo = [t for t in todo if t[0].unique_id not in done]
+    for node, sql, key in todo:
+        try:
+            lineage = column_lineage(
+                sql,
+                schema=schema,
+                dialect=dialect,
+                unique_id=node.unique_id,
+                default_catalog=default_catalog,
+                default_schema="main",
+                case=tables.case,
             )
+        except LineageError as e:
+            report.opaque[node.unique_id] = e.reason
+            continue
+        report.analysed += 1
+        if cache is not None:
+            cache.put(key, lineage)
+        _record(report, tables, schema, node, lineage, dialect)
     return report
+
+
+def _record(
+    report: LineageReport,
+    tables: _Tables,
+    schema: MappingSchema,
+    node: Node,
+    lineage: ModelLineage,
+    dialect: str,
+) -> None:
+    report.models[node.unique_id] = lineage
+    if node.unique_id not in tables.known:
+        outputs = tuple(Column(name=e.output) for e in lineage.columns)
+        tables.add(node, outputs)
+        schema.add_table(_table_ref(node), {c.name: "UNKNOWN" for c in outputs}, dialect=dialect)
+
+
+def _parallel(
+    jobs: list[tuple[Node, str, str]],
+    tables: _Tables,
+    dialect: str,
+    default_catalog: str | None,
+    workers: int,
+) -> dict[str, ModelLineage | str]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunks = [[(n.unique_id, sql) for n, sql, _ in jobs[i::workers]] for i in range(workers)]
+    context = multiprocessing.get_context("spawn")  # never fork a process that ran dbt's threads
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = [
+            pool.submit(_analyse_chunk, tables.tables, tables.case, chunk, dialect, default_catalog)
+            for chunk in chunks
+        ]
+        return {uid: outcome for future in futures for uid, outcome in future.result()}
 
 
 def _relations(artifacts: RunArtifacts, node: Node) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import os
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -385,6 +386,7 @@ def column_lineage_for(
         default_catalog=default_catalog,
         seed_headers=_seed_headers(artifacts.manifest, project_root),
         cache=DiskCache(target_path / STATE_DIR / "lineage-cache"),
+        workers=min(os.cpu_count() or 1, 8),
     )
     models = {uid: lin for uid, lin in result.models.items() if uid in wanted}
     report.opaque.update({uid: why for uid, why in result.opaque.items() if uid in wanted})
@@ -629,5 +631,6 @@ def lineage_view(
         default_catalog=catalogs[0].alias if catalogs else None,
         seed_headers=_seed_headers(artifacts.manifest, project_dir),
         cache=DiskCache(tpath / STATE_DIR / "lineage-cache"),
+        workers=min(os.cpu_count() or 1, 8),
     )
     return LineageView(manifest=artifacts.manifest, models=result.models, opaque=result.opaque)

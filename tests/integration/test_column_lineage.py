@@ -146,7 +146,7 @@ def test_unparseable_model_is_opaque_and_the_rest_keeps_lineage(built: CliRun) -
         for o in e["outputs"]
         if "columnLineage" in o["facets"]
     }
-    assert len(with_lineage) == 12  # every other model and the snapshot
+    assert len(with_lineage) == 13  # the 12 other models and the snapshot
 
 
 def test_lineage_command_text_and_json(built: CliRun) -> None:

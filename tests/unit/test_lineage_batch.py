@@ -106,3 +106,14 @@ def test_known_columns_prefers_the_catalog(mini_target: Path) -> None:
         "CustomerId",
         "FirstName",
     ]
+
+
+def test_parallel_workers_give_the_same_answers(mini_target: Path, monkeypatch) -> None:
+    from dbt_oml import lineage_batch
+
+    arts = read_artifacts(mini_target)
+    serial = analyse_models(arts, wanted=MODELS, dialect="duckdb")
+    monkeypatch.setattr(lineage_batch, "PARALLEL_THRESHOLD", 1)
+    parallel = analyse_models(arts, wanted=MODELS, dialect="duckdb", workers=2)
+    assert parallel.models == serial.models
+    assert parallel.analysed == serial.analysed
