@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test test-unit lint fmt bench clean
+.PHONY: demo test test-unit lint fmt bench bench-lineage clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,17 @@ bench: $(STAMP)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --force-reinstall --no-deps .
 	$(BENCH_VENV)/bin/python -m pip install --quiet . -r benchmarks/requirements.txt
 	$(BENCH_VENV)/bin/python benchmarks/run.py
+
+# Column-lineage engine: pure sqlglot (.venv) and sqlglot[c] (benchmarks/.venv-c) side by side,
+# naive lineage() and openlineage-sql (dbt-ol's engine, from benchmarks/.venv).
+BENCH_C := benchmarks/.venv-c
+bench-lineage: $(STAMP)
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet . -r benchmarks/requirements.txt
+	test -x $(BENCH_C)/bin/python || $(PYTHON) -m venv $(BENCH_C)
+	$(BENCH_C)/bin/python -m pip install --quiet --force-reinstall --no-deps .
+	$(BENCH_C)/bin/python -m pip install --quiet '.[fast]'
+	$(BIN)/python benchmarks/lineage_bench.py
 
 clean:
 	rm -rf $(VENV) integration_project/target integration_project/logs integration_project/*.duckdb

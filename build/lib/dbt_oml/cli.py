@@ -44,10 +44,16 @@ Usage:
   dbt-oml [OPTIONS] emit [dbt project options]    send the events of existing artifacts
                                                    (alias: send-events)
   dbt-oml [OPTIONS] replay FILE...                send events kept in outbox files
+  dbt-oml lineage MODEL [COLUMN] [--json]         a model's column lineage from existing
+                                                   artifacts, upstream to sources
 
 Options (anywhere on the line; everything else goes to dbt unchanged):
   --dry-run                     print the events as one JSON document on stdout, send nothing
                                 (dbt's own output then goes to stderr)
+  --column-lineage / --no-column-lineage
+                                derive column lineage from the compiled SQL (default: on)
+  --allow-empty-column-lineage  send even when no event carries column lineage (else exit 4:
+                                OpenMetadata would replace the column lineage it has with none)
   --namespace CATALOG=NS        namespace of a catalog (repeatable), e.g. crm=mysql://crm:3306
   --duckdb-namespace NS         namespace of DuckDB files without an override ({{alias}}, {{stem}})
   --docs-generate / --no-docs-generate
@@ -63,7 +69,7 @@ Options (anywhere on the line; everything else goes to dbt unchanged):
   --oml-log-level LEVEL         DEBUG, INFO (default), WARNING or ERROR
   --consume-structured-logs     accepted for dbt-ol compatibility; events are always real-time
 
-emit options: --project-dir, --profiles-dir, --profile, --target/-t, --target-path, --vars
+emit/lineage options: --project-dir, --profiles-dir, --profile, --target/-t, --target-path, --vars
 (dbt's meaning; DBT_PROJECT_DIR, DBT_PROFILES_DIR, DBT_TARGET, DBT_TARGET_PATH also work).
 
 Every option also has a DBT_OML_<NAME> environment variable and a dbt-oml.yml key.
@@ -77,6 +83,8 @@ Exit codes:
 
 _OPTIONS: list[click.Parameter] = [
     click.Option(["--dry-run"], is_flag=True, default=None),
+    click.Option(["--column-lineage/--no-column-lineage"], default=None),
+    click.Option(["--allow-empty-column-lineage"], is_flag=True, default=None),
     click.Option(["--namespace", "namespaces"], multiple=True),
     click.Option(["--duckdb-namespace"]),
     click.Option(["--docs-generate/--no-docs-generate"], default=None),
@@ -148,15 +156,22 @@ def _summary(report: Any, *, dry_run: bool) -> None:
     if report.namespaces:
         shown = ", ".join(f"{k} -> {v}" for k, v in sorted(report.namespaces.items()))
         click.echo(f"dbt-oml: namespaces: {shown}", err=True)
+    if report.lineage_models or report.opaque:
+        click.echo(
+            f"dbt-oml: column lineage for {report.lineage_models} model(s); "
+            f"{len(report.opaque)} opaque (table-level lineage only)",
+            err=True,
+        )
+    for uid, reason in sorted(report.opaque.items()):
+        logger.warning("no column lineage for %s: %s", uid, reason)
+    if report.refused:
+        logger.error("events NOT sent (kept in %s): %s", delivery.outbox, report.refused)
     for error in delivery.errors[:3]:
         logger.error("delivery: %s", error)
 
 
-def _emit(settings: Any, rest: list[str], cwd: Path) -> Any:
-    from dbt_oml import pipeline
-
-    command = click.Command("emit", params=_EMIT_OPTIONS, add_help_option=False)
-    opts = _parse(command, rest)
+def _project_options(opts: dict[str, Any], cwd: Path) -> dict[str, Any]:
+    """dbt's project options, with dbt's environment variables as fallbacks."""
     env = os.environ
     project_dir = Path(opts["project_dir"] or env.get("DBT_PROJECT_DIR") or cwd).resolve()
     profiles = opts["profiles_dir"] or env.get("DBT_PROFILES_DIR")
@@ -170,17 +185,65 @@ def _emit(settings: Any, rest: list[str], cwd: Path) -> Any:
         except yaml.YAMLError as e:
             raise ConfigError(key="vars", source="--vars", reason="is not YAML") from e
         cli_vars = loaded if isinstance(loaded, dict) else {}
-    return pipeline.emit(
-        settings,
-        project_dir=project_dir,
-        profiles_dir=Path(profiles).resolve() if profiles else None,
-        profile=opts["profile"] or env.get("DBT_PROFILE"),
-        target=opts["target"] or env.get("DBT_TARGET"),
-        target_path=Path(target_path) if target_path else None,
-        cli_vars=cli_vars,
-        environ=env,
-        cwd=cwd,
+    return {
+        "project_dir": project_dir,
+        "profiles_dir": Path(profiles).resolve() if profiles else None,
+        "profile": opts["profile"] or env.get("DBT_PROFILE"),
+        "target": opts["target"] or env.get("DBT_TARGET"),
+        "target_path": Path(target_path) if target_path else None,
+        "cli_vars": cli_vars,
+        "environ": env,
+    }
+
+
+def _emit(settings: Any, rest: list[str], cwd: Path) -> Any:
+    from dbt_oml import pipeline
+
+    command = click.Command("emit", params=_EMIT_OPTIONS, add_help_option=False)
+    return pipeline.emit(settings, cwd=cwd, **_project_options(_parse(command, rest), cwd))
+
+
+def _lineage(rest: list[str], cwd: Path) -> int:
+    from dbt_oml import pipeline
+    from dbt_oml.lineage_view import as_json, as_text
+
+    command = click.Command(
+        "lineage",
+        params=[
+            *_EMIT_OPTIONS,
+            click.Option(["--json", "as_json_"], is_flag=True),
+            click.Argument(["model"]),
+            click.Argument(["column"], required=False),
+        ],
+        add_help_option=False,
     )
+    opts = _parse(command, rest)
+    model, column, want_json = opts.pop("model"), opts.pop("column"), opts.pop("as_json_")
+    view = pipeline.lineage_view(**_project_options(opts, cwd))
+    node = view.find_model(model)
+    if node is None:
+        raise ConfigError(key="lineage", source=model, reason="no such model (name or unique_id)")
+    lineage = view.models.get(node.unique_id)
+    if lineage is None:
+        reason = view.opaque.get(node.unique_id, "not analysed")
+        raise ConfigError(
+            key="lineage", source=node.unique_id, reason=f"has no column lineage: {reason}"
+        )
+    columns = [
+        e.output for e in lineage.columns if column is None or e.output.lower() == column.lower()
+    ]
+    if not columns:
+        raise ConfigError(key="lineage", source=node.unique_id, reason=f"has no column {column!r}")
+    if want_json:
+        doc = {
+            "model": node.unique_id,
+            "columns": {c: as_json(view.trace(node, c)) for c in columns},
+        }
+        click.echo(json.dumps(doc, indent=1))
+    else:
+        for c in columns:
+            click.echo("\n".join(as_text(node.unique_id, c, view.trace(node, c))))
+    return ExitCode.SUCCESS
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -209,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _setup_logging(settings.oml_log_level)
     os.environ.setdefault("DO_NOT_TRACK", "1")  # no usage-stats posts from inside a pod
     command = rest[0] if rest else ""
-    if command in {"emit", "send-events", "replay"}:
+    if command in {"emit", "send-events", "replay", "lineage"}:
         return _own_command(command, settings, rest[1:], cwd)
     from dbt_oml import pipeline
 
@@ -238,6 +301,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for problem in report.problems:
         logger.warning("%s", problem)
     rc = report.dbt_return_code if report.dbt_return_code is not None else ExitCode.DBT_ERROR
+    if rc == 0 and report.refused and not settings.dry_run:
+        return ExitCode.DELIVERY_FAILED
     if rc == 0 and settings.fail_on_emit_error and report.delivery.failed:
         return ExitCode.DELIVERY_FAILED
     return rc
@@ -247,6 +312,8 @@ def _own_command(command: str, settings: Any, rest: list[str], cwd: Path) -> int
     from dbt_oml import pipeline
 
     try:
+        if command == "lineage":
+            return _lineage(rest, cwd)
         if command == "replay":
             if not rest:
                 raise ConfigError(
@@ -271,4 +338,5 @@ def _own_command(command: str, settings: Any, rest: list[str], cwd: Path) -> int
     _summary(report, dry_run=settings.dry_run)
     for problem in report.problems:
         logger.warning("%s", problem)
-    return ExitCode.DELIVERY_FAILED if report.delivery.failed else ExitCode.SUCCESS
+    failed = report.delivery.failed or (report.refused and not settings.dry_run)
+    return ExitCode.DELIVERY_FAILED if failed else ExitCode.SUCCESS

@@ -42,6 +42,10 @@ class Settings:
     """Name of the invocation's job; default dbt-run-<project> (as for dbt-ol)."""
     dry_run: bool = False
     """Print the events as one JSON document on stdout and send nothing."""
+    column_lineage: bool = True
+    """Derive column lineage from the compiled SQL (sqlglot)."""
+    allow_empty_column_lineage: bool = False
+    """Send even when no event carries column lineage (OpenMetadata would lose what it has)."""
     outbox_dir: Path | None = None
     """Where undelivered events are kept for `dbt-oml replay`; default <target>/dbt_oml/outbox."""
     events_file: Path | None = None
@@ -149,6 +153,8 @@ KEYS: Mapping[str, Parser] = {
     "job_namespace": _str,
     "parent_job_name": _str,
     "dry_run": _bool,
+    "column_lineage": _bool,
+    "allow_empty_column_lineage": _bool,
     "outbox_dir": _path,
     "events_file": _path,
     "transport": _transport,

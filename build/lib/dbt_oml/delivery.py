@@ -147,6 +147,14 @@ class Delivery:
                 self._consecutive = 0
                 self.report.delivered += 1
 
+    def keep(self, event: RunEvent) -> None:
+        """Keep an event in the outbox without sending it (delivery was refused on purpose)."""
+        with self._lock:
+            if self._emitter is None:
+                self.report.collected.append(to_dict(event))
+            else:
+                self._spool(event)
+
     def send_all(self, events: Iterable[RunEvent]) -> None:
         for event in events:
             self.send(event)

@@ -29,6 +29,7 @@ from dbt_oml import facets
 from dbt_oml.artifacts import Catalog, Column, Manifest, Node, NodeResult, RunArtifacts
 from dbt_oml.filerefs import file_dataset, file_paths
 from dbt_oml.ids import run_id
+from dbt_oml.lineage import ModelLineage, SourceColumn
 from dbt_oml.namespaces import Namespaces
 
 #: Node types that run as their own OpenLineage job, and their jobType.
@@ -104,7 +105,9 @@ class EventBuilder:
     settings: EventSettings
     manifest: Manifest
     catalog: Catalog | None = None
+    lineage: Mapping[str, ModelLineage] = field(default_factory=dict)
     _columns: dict[str, tuple[Column, ...]] = field(default_factory=dict)
+    _relations: dict[tuple[str, str, str], Node] | None = None
 
     # -- identities -------------------------------------------------------------------------
 
@@ -137,6 +140,36 @@ class EventBuilder:
         return DatasetRef(self.namespaces.for_database(node.database), name)
 
     # -- datasets ---------------------------------------------------------------------------
+
+    def relation(self, catalog: str, schema: str, table: str) -> Node | None:
+        """The dbt node behind a relation the SQL names (case-insensitive, as DuckDB matches)."""
+        if self._relations is None:
+            self._relations = {
+                (
+                    (n.database or "").lower(),
+                    (n.schema or "").lower(),
+                    (n.identifier or "").lower(),
+                ): n
+                for n in self.manifest.nodes.values()
+                if n.is_relation
+            }
+        return self._relations.get((catalog.lower(), schema.lower(), table.lower()))
+
+    def resolve(self, source: SourceColumn) -> tuple[str, str, str]:
+        """(namespace, dataset name, field) of a source column, named as the event's inputs are."""
+        if source.catalog == "file":
+            ref = file_dataset(source.table, cwd=self.settings.cwd)
+            return ref.namespace, ref.name, source.column
+        node = self.relation(source.catalog, source.schema, source.table)
+        if node is not None:
+            ds = self.dataset(node)
+            column = next(
+                (c.name for c in self.columns(node) if c.name.lower() == source.column.lower()),
+                source.column,
+            )
+            return ds.namespace, ds.name, column
+        name = ".".join(p for p in (source.catalog, source.schema, source.table) if p)
+        return self.namespaces.for_database(source.catalog), name, source.column
 
     def columns(self, node: Node) -> tuple[Column, ...]:
         cached = self._columns.get(node.unique_id)
@@ -344,6 +377,11 @@ class EventBuilder:
         if state is RunState.FAIL:
             message = result.message or f"dbt reported status {result.status}"
             run_facets["errorMessage"] = facets.error_message(message, self.settings.producer)
+        inputs = self.inputs(node, sql)
+        output = self.output(node, result.rows_affected)
+        lineage = self.lineage.get(node.unique_id) if state is RunState.COMPLETE else None
+        if lineage is not None:
+            self._add_column_lineage(lineage, inputs, output)
         return self._event(
             state=state,
             at=result.completed_at or started_at,
@@ -351,9 +389,38 @@ class EventBuilder:
             job=self.job_name(node),
             job_facets=self._node_job_facets(node, sql),
             run_facets=run_facets,
-            inputs=self.inputs(node, sql),
-            outputs=[self.output(node, result.rows_affected)],
+            inputs=inputs,
+            outputs=[output],
         )
+
+    def _add_column_lineage(
+        self, lineage: ModelLineage, inputs: list[InputDataset], output: OutputDataset
+    ) -> None:
+        """Attach the facet, and make every dataset it names one of the event's inputs."""
+        facet = facets.column_lineage(lineage, self.resolve, self.settings.producer)
+        known = {(d.namespace, d.name) for d in inputs}
+        used = [f for fs in facet.fields.values() for f in fs.inputFields] + list(
+            facet.dataset or []
+        )
+        for f in used:
+            if (f.namespace, f.name) not in known:
+                known.add((f.namespace, f.name))
+                inputs.append(
+                    InputDataset(
+                        namespace=f.namespace,
+                        name=f.name,
+                        facets=facets.dataset_facets(
+                            node=None,
+                            namespace=f.namespace,
+                            columns=(),
+                            producer=self.settings.producer,
+                        ),
+                    )
+                )
+        assert output.facets is not None
+        output.facets["columnLineage"] = facet
+        # OpenMetadata 1.12 reads column lineage only from outputFacets
+        output.outputFacets = {**(output.outputFacets or {}), "columnLineage": facet}  # type: ignore[dict-item]
 
     def node_abort(self, unique_id: str, started_at: datetime, at: datetime) -> RunEvent | None:
         """ABORT of a node whose START went out live but that dbt then skipped."""
@@ -459,6 +526,7 @@ def build_events(
     node_starts: Mapping[str, datetime] | None = None,
     ended_at: datetime | None = None,
     error: str | None = None,
+    lineage: Mapping[str, ModelLineage] | None = None,
 ) -> list[RunEvent]:
     """Every event of an invocation, in time order: the parent START first, its end last.
 
@@ -471,6 +539,7 @@ def build_events(
             each node's first timing entry in run_results.json is used.
         ended_at: when the invocation ended (default: the last node end, or its start).
         error: the invocation's error, if it failed.
+        lineage: column lineage per model unique_id (models without an entry get none).
     """
     builder = EventBuilder(
         invocation=invocation,
@@ -478,6 +547,7 @@ def build_events(
         settings=settings,
         manifest=artifacts.manifest,
         catalog=artifacts.catalog,
+        lineage=lineage or {},
     )
     body: list[RunEvent] = []
     results = artifacts.run_results.results if artifacts.run_results else ()

@@ -6,7 +6,7 @@ custom `dbt_version` and `dbt_run`, kept field-for-field so consumers of dbt-ol 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attr
@@ -15,6 +15,7 @@ from openlineage.client.facet_v2 import (
     InputDatasetFacet,
     OutputDatasetFacet,
     RunFacet,
+    column_lineage_dataset,
     data_quality_assertions_dataset,
     datasource_dataset,
     documentation_dataset,
@@ -30,6 +31,7 @@ from openlineage.client.facet_v2 import (
 )
 
 from dbt_oml.artifacts import Column, Node
+from dbt_oml.lineage import ModelLineage, SourceColumn, Transformation
 
 _DBT_OL_SCHEMA = (
     "https://github.com/OpenLineage/OpenLineage/tree/main/integration/common/openlineage/schema/"
@@ -201,3 +203,55 @@ def assertions(
             assertions=list(items), producer=producer
         )
     }
+
+
+def column_lineage(
+    lineage: ModelLineage,
+    resolve: Callable[[SourceColumn], tuple[str, str, str]],
+    producer: str,
+) -> column_lineage_dataset.ColumnLineageDatasetFacet:
+    """ColumnLineageDatasetFacet 1-2-0 from a model's lineage.
+
+    `resolve` maps a source column to (namespace, dataset name, field) as the event's inputs
+    name them. Per field the legacy transformationType/Description are set too (OpenMetadata
+    shows the description as the edge's function).
+    """
+
+    def fields(
+        items: Sequence[tuple[SourceColumn, tuple[Transformation, ...]]],
+    ) -> list[column_lineage_dataset.InputField]:
+        out = []
+        for source, transforms in items:
+            namespace, name, field = resolve(source)
+            out.append(
+                column_lineage_dataset.InputField(
+                    namespace=namespace,
+                    name=name,
+                    field=field,
+                    transformations=[
+                        column_lineage_dataset.Transformation(
+                            type=t.type, subtype=t.subtype, masking=t.masking
+                        )
+                        for t in transforms
+                    ],
+                )
+            )
+        return out
+
+    columns = {}
+    for edge in lineage.columns:
+        direct = [t for _, ts in edge.inputs for t in ts if t.type == "DIRECT"]
+        if any(t.masking for t in direct):
+            legacy = "MASKED"
+        elif direct and all(t.subtype == "IDENTITY" for t in direct):
+            legacy = "IDENTITY"
+        else:
+            legacy = "TRANSFORMATION"
+        columns[edge.output] = column_lineage_dataset.Fields(
+            inputFields=fields(edge.inputs),
+            transformationType=legacy,
+            transformationDescription=edge.expression or None,
+        )
+    return column_lineage_dataset.ColumnLineageDatasetFacet(
+        fields=columns, dataset=fields(lineage.dataset), producer=producer
+    )

@@ -54,7 +54,7 @@ def file_dataset(path: str, *, cwd: str) -> FileDataset:
 
 
 def _literals(node: exp.Func) -> list[str]:
-    first = node.this if isinstance(node.this, exp.Expression) else None
+    first = node.this if isinstance(node.this, exp.Expr) else None
     args = [first] if first is not None else []
     args += list(node.expressions)
     out: list[str] = []

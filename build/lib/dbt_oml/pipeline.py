@@ -6,8 +6,10 @@ lets a lineage problem change dbt's result: the caller (cli) decides the exit co
 
 from __future__ import annotations
 
+import csv
 import json
 import logging
+import os
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +45,10 @@ from dbt_oml.events import (
     Invocation,
     build_events,
 )
+from dbt_oml.lineage import ModelLineage
+from dbt_oml.lineage_batch import ANALYSED_TYPES, analyse_models
+from dbt_oml.lineage_cache import DiskCache
+from dbt_oml.lineage_view import LineageView
 from dbt_oml.namespaces import CatalogSpec, Namespaces, resolve_namespaces
 
 logger = logging.getLogger(__name__)
@@ -66,6 +72,9 @@ class Report:
     namespaces: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     dbt_error: str | None = None
+    lineage_models: int = 0
+    opaque: dict[str, str] = field(default_factory=dict)
+    refused: str | None = None
 
 
 def make_emitter(settings: Settings, target_path: Path) -> tuple[Emitter | None, str]:
@@ -291,6 +300,15 @@ def build(
                     artifacts = RunArtifacts(
                         manifest=artifacts.manifest, run_results=artifacts.run_results
                     )
+            lineage = column_lineage_for(
+                settings,
+                artifacts,
+                project_root=ctx.project_root,
+                target_path=ctx.target_path,
+                dialect=ctx.adapter_type,
+                default_catalog=ctx.catalogs[0].alias if ctx.catalogs else None,
+                report=report,
+            )
             events = build_events(
                 artifacts,
                 invocation=builder.invocation,
@@ -299,13 +317,17 @@ def build(
                 node_starts=invocation.node_starts,
                 ended_at=invocation.ended_at,
                 error=invocation.error,
+                lineage=lineage,
             )
             events[-1:-1] = _aborts(builder, artifacts, live.sent_starts, invocation.node_starts)
             for event in events[1:]:  # the parent START went out live
                 if event.eventType is RunState.START and event.run.runId in live.sent_starts:
                     continue
                 report.events_built += 1
-                delivery.send(event)
+                if report.refused is not None:
+                    delivery.keep(event)
+                else:
+                    delivery.send(event)
         else:
             report.events_built += 1
             delivery.send(builder.parent_end(at=invocation.ended_at, error=invocation.error))
@@ -316,6 +338,66 @@ def build(
     finally:
         report.delivery = delivery.close()
     return report
+
+
+def _seed_headers(manifest: Manifest, project_root: Path) -> dict[str, tuple[str, ...]]:
+    """Each seed's column names from its CSV header (`select *` over a seed without catalog)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for uid, node in manifest.nodes.items():
+        if node.resource_type != "seed" or not node.original_file_path:
+            continue
+        try:
+            with (project_root / node.original_file_path).open(encoding="utf-8", newline="") as f:
+                header = next(csv.reader(f), [])
+        except (OSError, UnicodeDecodeError, csv.Error):
+            continue
+        if header:
+            out[uid] = tuple(h.strip() for h in header)
+    return out
+
+
+def column_lineage_for(
+    settings: Settings,
+    artifacts: RunArtifacts,
+    *,
+    project_root: Path,
+    target_path: Path,
+    dialect: str,
+    default_catalog: str | None,
+    report: Report,
+) -> dict[str, ModelLineage]:
+    """Column lineage of the models that completed, recording the opaque ones in the report."""
+    if not settings.column_lineage or artifacts.run_results is None:
+        return {}
+    nodes = artifacts.manifest.nodes
+    wanted = {
+        r.unique_id
+        for r in artifacts.run_results.results
+        if r.status == "success"
+        and r.unique_id in nodes
+        and nodes[r.unique_id].resource_type in ANALYSED_TYPES
+    }
+    if not wanted:
+        return {}
+    result = analyse_models(
+        artifacts,
+        wanted=wanted,
+        dialect=dialect,
+        default_catalog=default_catalog,
+        seed_headers=_seed_headers(artifacts.manifest, project_root),
+        cache=DiskCache(target_path / STATE_DIR / "lineage-cache"),
+        workers=min(os.cpu_count() or 1, 8),
+    )
+    models = {uid: lin for uid, lin in result.models.items() if uid in wanted}
+    report.opaque.update({uid: why for uid, why in result.opaque.items() if uid in wanted})
+    report.lineage_models = len(models)
+    if not models and not settings.allow_empty_column_lineage:
+        report.refused = (
+            f"none of the {len(wanted)} models that ran has column lineage; sending would make "
+            "OpenMetadata replace the column lineage it holds with none. Fix the cause above "
+            "(missing catalog.json?) or pass --allow-empty-column-lineage"
+        )
+    return models
 
 
 def _aborts(
@@ -441,6 +523,15 @@ def emit(
     namespaces = _namespaces(settings, catalogs, cwd, report)
     failed = [r.unique_id for r in results.results if r.status in {"error", "fail"}]
     error = f"{len(failed)} node(s) failed: {', '.join(failed[:5])}" if failed else None
+    lineage = column_lineage_for(
+        settings,
+        artifacts,
+        project_root=project_dir,
+        target_path=tpath,
+        dialect=adapter,
+        default_catalog=catalogs[0].alias if catalogs else None,
+        report=report,
+    )
     events = build_events(
         artifacts,
         invocation=invocation,
@@ -449,6 +540,7 @@ def emit(
         node_starts=read_node_starts(tpath, invocation_id),
         ended_at=results.generated_at,
         error=error,
+        lineage=lineage,
     )
     emitter, where = make_emitter(settings, tpath)
     report.destination = where
@@ -467,7 +559,11 @@ def emit(
         catalogs=catalogs,
     )
     delivery = Delivery(emitter, outbox=outbox_path(settings, state), target=where)
-    delivery.send_all(events)
+    for event in events:
+        if report.refused is not None:
+            delivery.keep(event)
+        else:
+            delivery.send(event)
     report.events_built = len(events)
     report.delivery = delivery.close()
     return report
@@ -500,3 +596,41 @@ def replay(settings: Settings, files: Sequence[Path], *, target_path: Path) -> R
     if emitter is not None:
         emitter.close(10.0)
     return report
+
+
+def lineage_view(
+    *,
+    project_dir: Path,
+    profiles_dir: Path | None,
+    profile: str | None,
+    target: str | None,
+    target_path: Path | None,
+    cli_vars: Mapping[str, Any],
+    environ: Mapping[str, str],
+) -> LineageView:
+    """`dbt-oml lineage`: analyse every model of existing artifacts, for tracing upstream."""
+    _, _, _, tpath, catalogs, adapter = resolve_context(
+        project_dir=project_dir,
+        profiles_dir=profiles_dir,
+        profile=profile,
+        target=target,
+        target_path=target_path,
+        cli_vars=cli_vars,
+        environ=environ,
+    )
+    artifacts = read_artifacts(tpath)
+    wanted = {
+        uid
+        for uid, n in artifacts.manifest.nodes.items()
+        if n.resource_type in ANALYSED_TYPES and n.materialized != "ephemeral"
+    }
+    result = analyse_models(
+        artifacts,
+        wanted=wanted,
+        dialect=adapter,
+        default_catalog=catalogs[0].alias if catalogs else None,
+        seed_headers=_seed_headers(artifacts.manifest, project_dir),
+        cache=DiskCache(tpath / STATE_DIR / "lineage-cache"),
+        workers=min(os.cpu_count() or 1, 8),
+    )
+    return LineageView(manifest=artifacts.manifest, models=result.models, opaque=result.opaque)

@@ -1,0 +1,335 @@
+"""Column lineage for every model of a run: schema assembly, dependency order, cache seam.
+
+Pure: the seed CSV headers and the cache are passed in. The schema used to expand `*` comes,
+best source first, from catalog.json; the analysed outputs of upstream models (models are analysed
+in dependency order); seed CSV headers; columns declared in YAML; and an optional extra lookup
+(the OpenMetadata transport's columns for relations dbt cannot introspect).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from sqlglot.schema import MappingSchema
+
+from dbt_oml.artifacts import Column, Node, RunArtifacts
+from dbt_oml.errors import LineageError
+from dbt_oml.lineage import (
+    ENGINE_VERSION,
+    ColumnEdge,
+    ModelLineage,
+    SourceColumn,
+    Transformation,
+    build_schema,
+    column_lineage,
+)
+
+#: Columns of a relation as (name, type) pairs; None when nothing is known.
+ColumnLookup = Callable[[Node], tuple[Column, ...] | None]
+
+
+class LineageCache(Protocol):
+    """Content-addressed storage of analysed models (see lineage_cache.DiskCache)."""
+
+    def get(self, key: str) -> ModelLineage | None: ...
+    def put(self, key: str, value: ModelLineage) -> None: ...
+
+
+@dataclass(slots=True)
+class LineageReport:
+    """Per model: its lineage, or why it is opaque."""
+
+    models: dict[str, ModelLineage] = field(default_factory=dict)
+    opaque: dict[str, str] = field(default_factory=dict)
+    cache_hits: int = 0
+    analysed: int = 0
+
+
+ANALYSED_TYPES = frozenset({"model", "snapshot"})
+
+
+def _order(artifacts: RunArtifacts, wanted: set[str]) -> list[Node]:
+    """The wanted nodes and their model ancestors, parents before children (stable order)."""
+    nodes = artifacts.manifest.nodes
+    out: list[Node] = []
+    state: dict[str, int] = {}
+    for uid in sorted(wanted):
+        stack: list[tuple[str, bool]] = [(uid, False)]
+        while stack:
+            current, expanded = stack.pop()
+            node = nodes.get(current)
+            if node is None or node.resource_type not in ANALYSED_TYPES:
+                continue
+            if expanded:
+                if state.get(current) != 2:
+                    state[current] = 2
+                    out.append(node)
+                continue
+            if state.get(current):
+                continue
+            state[current] = 1
+            stack.append((current, True))
+            stack.extend((p, False) for p in reversed(node.depends_on) if not state.get(p))
+    return out
+
+
+def _key(node: Node, sql: str, dialect: str, upstream: Mapping[str, tuple[Column, ...]]) -> str:
+    doc = {
+        "engine": ENGINE_VERSION,
+        "dialect": dialect,
+        "sql": sql,
+        "upstream": {k: [[c.name, c.type] for c in v] for k, v in sorted(upstream.items())},
+        "relation": [node.database, node.schema, node.identifier],
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(slots=True)
+class _Tables:
+    """{catalog: {schema: {table: {column: type}}}} plus the original spelling of every name."""
+
+    tables: dict[str, dict[str, dict[str, dict[str, str]]]] = field(default_factory=dict)
+    case: dict[str, str] = field(default_factory=dict)
+    known: dict[str, tuple[Column, ...]] = field(default_factory=dict)
+
+    def add(self, node: Node, columns: tuple[Column, ...]) -> None:
+        db, schema, table = node.database or "", node.schema or "", node.identifier or node.name
+        self.tables.setdefault(db, {}).setdefault(schema, {})[table] = {
+            c.name: (c.type or "UNKNOWN") for c in columns
+        }
+        for name in (db, schema, table, *(c.name for c in columns)):
+            self.case.setdefault(name.lower(), name)
+        self.known[node.unique_id] = columns
+
+
+def known_columns(
+    artifacts: RunArtifacts,
+    *,
+    seed_headers: Mapping[str, tuple[str, ...]] | None = None,
+    extra: ColumnLookup | None = None,
+) -> dict[str, tuple[Column, ...]]:
+    """Columns of every relation node that some source knows, by unique_id (best first)."""
+    catalog = artifacts.catalog.columns if artifacts.catalog else {}
+    out: dict[str, tuple[Column, ...]] = {}
+    for uid, node in artifacts.manifest.nodes.items():
+        if not node.is_relation:
+            continue
+        if catalog.get(uid):
+            out[uid] = catalog[uid]
+        elif node.resource_type == "seed" and seed_headers and seed_headers.get(uid):
+            out[uid] = tuple(Column(name=n) for n in seed_headers[uid])
+        elif node.resource_type == "source" and extra is not None and (found := extra(node)):
+            out[uid] = found
+        elif node.columns and node.resource_type in {"source", "seed"}:
+            out[uid] = node.columns
+    return out
+
+
+def _analyse_chunk(
+    tables: dict[str, dict[str, dict[str, dict[str, str]]]],
+    case: dict[str, str],
+    jobs: list[tuple[str, str]],
+    dialect: str,
+    default_catalog: str | None,
+) -> list[tuple[str, ModelLineage | str]]:
+    """Worker: analyse independent models against one schema built once in this process."""
+    schema = build_schema(tables, dialect=dialect)
+    out: list[tuple[str, ModelLineage | str]] = []
+    for uid, sql in jobs:
+        try:
+            out.append(
+                (
+                    uid,
+                    column_lineage(
+                        sql,
+                        schema=schema,
+                        dialect=dialect,
+                        unique_id=uid,
+                        default_catalog=default_catalog,
+                        default_schema="main",
+                        case=case,
+                    ),
+                )
+            )
+        except LineageError as e:
+            out.append((uid, e.reason))
+    return out
+
+
+#: Below this many models to analyse, worker processes cost more than they save.
+PARALLEL_THRESHOLD = 200
+
+
+def analyse_models(
+    artifacts: RunArtifacts,
+    *,
+    wanted: set[str],
+    dialect: str,
+    default_catalog: str | None = None,
+    seed_headers: Mapping[str, tuple[str, ...]] | None = None,
+    extra: ColumnLookup | None = None,
+    cache: LineageCache | None = None,
+    workers: int = 1,
+) -> LineageReport:
+    """Column lineage of the `wanted` models (analysing their model ancestors first).
+
+    A model without catalog columns lends its analysed outputs to its children, so a `select *`
+    over it still expands; one model's failure only makes that model (and any `*` over it) opaque.
+    With `workers` > 1 and a large project, models whose upstream columns are all known up front
+    are analysed in parallel processes; the rest follow in dependency order.
+    """
+    report = LineageReport()
+    tables = _Tables()
+    for uid, columns in known_columns(artifacts, seed_headers=seed_headers, extra=extra).items():
+        tables.add(artifacts.manifest.nodes[uid], columns)
+    schema = build_schema(tables.tables, dialect=dialect)
+    results = (
+        {r.unique_id: r for r in artifacts.run_results.results} if artifacts.run_results else {}
+    )
+    todo: list[tuple[Node, str, str]] = []
+    for node in _order(artifacts, wanted):
+        if node.materialized == "ephemeral":
+            continue  # inlined as a CTE into its readers
+        result = results.get(node.unique_id)
+        sql = (result.compiled_code if result else None) or node.compiled_code
+        if not sql:
+            report.opaque[node.unique_id] = "no compiled SQL in the artifacts"
+            continue
+        upstream = {p: tables.known[p] for p in _relations(artifacts, node) if p in tables.known}
+        key = _key(node, sql, dialect, upstream)
+        cached = cache.get(key) if cache is not None else None
+        if cached is not None:
+            report.cache_hits += 1
+            _record(report, tables, schema, node, cached, dialect)
+            continue
+        todo.append((node, sql, key))
+    independent = [t for t in todo if all(p in tables.known for p in _relations(artifacts, t[0]))]
+    if workers > 1 and len(independent) >= PARALLEL_THRESHOLD:
+        done = _parallel(independent, tables, dialect, default_catalog, workers)
+        for node, _, key in independent:
+            outcome = done[node.unique_id]
+            if isinstance(outcome, str):
+                report.opaque[node.unique_id] = outcome
+                continue
+            report.analysed += 1
+            if cache is not None:
+                cache.put(key, outcome)
+            _record(report, tables, schema, node, outcome, dialect)
+        todo = [t for t in todo if t[0].unique_id not in done]
+    for node, sql, key in todo:
+        try:
+            lineage = column_lineage(
+                sql,
+                schema=schema,
+                dialect=dialect,
+                unique_id=node.unique_id,
+                default_catalog=default_catalog,
+                default_schema="main",
+                case=tables.case,
+            )
+        except LineageError as e:
+            report.opaque[node.unique_id] = e.reason
+            continue
+        report.analysed += 1
+        if cache is not None:
+            cache.put(key, lineage)
+        _record(report, tables, schema, node, lineage, dialect)
+    return report
+
+
+def _record(
+    report: LineageReport,
+    tables: _Tables,
+    schema: MappingSchema,
+    node: Node,
+    lineage: ModelLineage,
+    dialect: str,
+) -> None:
+    report.models[node.unique_id] = lineage
+    if node.unique_id not in tables.known:
+        outputs = tuple(Column(name=e.output) for e in lineage.columns)
+        tables.add(node, outputs)
+        schema.add_table(_table_ref(node), {c.name: "UNKNOWN" for c in outputs}, dialect=dialect)
+
+
+def _parallel(
+    jobs: list[tuple[Node, str, str]],
+    tables: _Tables,
+    dialect: str,
+    default_catalog: str | None,
+    workers: int,
+) -> dict[str, ModelLineage | str]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunks = [[(n.unique_id, sql) for n, sql, _ in jobs[i::workers]] for i in range(workers)]
+    context = multiprocessing.get_context("spawn")  # never fork a process that ran dbt's threads
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = [
+            pool.submit(_analyse_chunk, tables.tables, tables.case, chunk, dialect, default_catalog)
+            for chunk in chunks
+        ]
+        return {uid: outcome for future in futures for uid, outcome in future.result()}
+
+
+def _relations(artifacts: RunArtifacts, node: Node) -> list[str]:
+    """Relation nodes a model reads, through ephemeral models (whose SQL is inlined)."""
+    out, stack, seen = [], list(node.depends_on), set()
+    while stack:
+        uid = stack.pop()
+        if uid in seen:
+            continue
+        seen.add(uid)
+        parent = artifacts.manifest.get(uid)
+        if parent is None:
+            continue
+        if parent.materialized == "ephemeral":
+            stack.extend(parent.depends_on)
+        elif parent.is_relation:
+            out.append(uid)
+    return sorted(out)
+
+
+def _table_ref(node: Node) -> str:
+    parts = (node.database, node.schema, node.identifier or node.name)
+    return ".".join('"' + p.replace('"', '""') + '"' for p in parts if p)
+
+
+def lineage_to_json(value: ModelLineage) -> str:
+    def pairs(items: tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]) -> list[object]:
+        return [
+            [[s.catalog, s.schema, s.table, s.column], [[t.type, t.subtype, t.masking] for t in ts]]
+            for s, ts in items
+        ]
+
+    doc = {
+        "columns": [[e.output, e.expression, pairs(e.inputs)] for e in value.columns],
+        "dataset": pairs(value.dataset),
+    }
+    return json.dumps(doc, separators=(",", ":"))
+
+
+def lineage_from_json(text: str) -> ModelLineage:
+    doc = json.loads(text)
+
+    def pairs(
+        items: list[list[list[object]]],
+    ) -> tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]:
+        return tuple(
+            (
+                SourceColumn(*(str(p) for p in source)),
+                tuple(Transformation(str(t[0]), str(t[1]), bool(t[2])) for t in transforms),  # type: ignore[index]
+            )
+            for source, transforms in items
+        )
+
+    return ModelLineage(
+        columns=tuple(
+            ColumnEdge(output=o, inputs=pairs(i), expression=x) for o, x, i in doc["columns"]
+        ),
+        dataset=pairs(doc["dataset"]),
+    )
