@@ -12,19 +12,22 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from functools import cache
+from typing import Final, NamedTuple
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
+from sqlglot.generator import Generator
 from sqlglot.optimizer.qualify import qualify
-from sqlglot.optimizer.scope import Scope, build_scope
+from sqlglot.optimizer.scope import Scope, build_scope, walk_in_scope
 from sqlglot.schema import MappingSchema
 
 from dbt_oml.errors import LineageError
 
 #: Bumped whenever answers may change, so cached results are not reused across versions.
-ENGINE_VERSION: Final = "1"
+ENGINE_VERSION: Final = "2"
 
 DIRECT, INDIRECT = "DIRECT", "INDIRECT"
 _HASHES = frozenset({"md5", "sha1", "sha256", "sha2", "sha512", "hash", "md5_number"})
@@ -39,9 +42,11 @@ _DATASET_CLAUSES: Final = (
 )
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class SourceColumn:
-    """A column of a real relation (or of a file: catalog "file", schema "", table = path)."""
+class SourceColumn(NamedTuple):
+    """A column of a real relation (or of a file: catalog "file", schema "", table = path).
+
+    A NamedTuple rather than a dataclass: millions are built on large projects.
+    """
 
     catalog: str
     schema: str
@@ -53,8 +58,7 @@ class SourceColumn:
         return (self.catalog, self.schema, self.table)
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Transformation:
+class Transformation(NamedTuple):
     """OpenLineage ColumnLineageDatasetFacet 1-2-0 transformation of one input field."""
 
     type: str
@@ -91,6 +95,7 @@ class _OpaqueError(Exception):
     """Raised inside the walk; turned into LineageError at the boundary."""
 
 
+@cache
 def compose(outer: Transformation, inner: Transformation) -> Transformation:
     """The transformation of an input seen through two hops (outer applied to inner).
 
@@ -154,6 +159,17 @@ class _Tracer:
     root: Scope
     memo: dict[tuple[int, str], _Inputs] = field(default_factory=dict)
     active: set[tuple[int, str]] = field(default_factory=set)
+    _owned: dict[int, frozenset[int]] = field(default_factory=dict)
+
+    def owned(self, scope: Scope) -> frozenset[int]:
+        """ids of the columns that belong to `scope` itself (not to nested subqueries)."""
+        found = self._owned.get(id(scope))
+        if found is None:
+            found = frozenset(
+                id(n) for n in walk_in_scope(scope.expression) if isinstance(n, exp.Column)
+            )
+            self._owned[id(scope)] = found
+        return found
 
     # -- resolution ----------------------------------------------------------------------
 
@@ -258,8 +274,9 @@ class _Tracer:
                     ]
             elif isinstance(node, exp.Subquery):
                 subqueries.append(node)
+        owned = self.owned(scope)
         for column, fixed in found:
-            if isinstance(column.this, exp.Star) or column.find_ancestor(exp.Select) is not select:
+            if isinstance(column.this, exp.Star) or id(column) not in owned:
                 continue
             context = fixed or _context(column, projection)
             for source, transforms in self.column_inputs(scope, column).items():  # type: ignore[arg-type]
@@ -492,22 +509,26 @@ def column_lineage(
             raise _OpaqueError("`*` over a relation whose columns are unknown")
         tracer = _Tracer(root)
         names = _restore_case(original, [p.alias_or_name for p in projections], case or {})
-        edges = []
-        for projection, name in zip(projections, names, strict=True):
-            inputs = tracer.output(root, projection.alias_or_name)
-            bare = projection.unalias()
-            expression = bare.name if isinstance(bare, exp.Column) else bare.sql(dialect=dialect)
-            edges.append(
-                ColumnEdge(
-                    output=name, inputs=_freeze(inputs, case or {}), expression=expression[:500]
-                )
-            )
+        traced = [_freeze(tracer.output(root, p.alias_or_name), case or {}) for p in projections]
         dataset = _freeze(tracer.dataset_inputs(), case or {})
+        generator = Dialect.get_or_raise(dialect).generator()
+        edges = [
+            ColumnEdge(output=name, inputs=inputs, expression=_text(projection, generator))
+            for projection, name, inputs in zip(projections, names, traced, strict=True)
+        ]
     except _OpaqueError as e:
         raise LineageError(unique_id=unique_id, reason=str(e)) from None
     except SqlglotError as e:
         raise LineageError(unique_id=unique_id, reason=_first_line(e)) from e
     return ModelLineage(columns=tuple(edges), dataset=dataset)
+
+
+def _text(projection: exp.Expr, generator: Generator) -> str:
+    """The projection's expression as SQL. Generated without a copy: the tree is not used again."""
+    bare = projection.unalias()
+    if isinstance(bare, exp.Column):
+        return bare.name
+    return generator.generate(bare, copy=False)[:500]
 
 
 def _restore_case(original: list[str], qualified: list[str], case: Mapping[str, str]) -> list[str]:

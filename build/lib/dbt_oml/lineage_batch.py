@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlglot.schema import MappingSchema
 
@@ -27,6 +28,8 @@ from dbt_oml.lineage import (
     build_schema,
     column_lineage,
 )
+
+logger = logging.getLogger(__name__)
 
 #: Columns of a relation as (name, type) pairs; None when nothing is known.
 ColumnLookup = Callable[[Node], tuple[Column, ...] | None]
@@ -186,7 +189,7 @@ def analyse_models(
     tables = _Tables()
     for uid, columns in known_columns(artifacts, seed_headers=seed_headers, extra=extra).items():
         tables.add(artifacts.manifest.nodes[uid], columns)
-    schema = build_schema(tables.tables, dialect=dialect)
+    schema = _LazySchema(tables, dialect)
     results = (
         {r.unique_id: r for r in artifacts.run_results.results} if artifacts.run_results else {}
     )
@@ -210,6 +213,8 @@ def analyse_models(
     independent = [t for t in todo if all(p in tables.known for p in _relations(artifacts, t[0]))]
     if workers > 1 and len(independent) >= PARALLEL_THRESHOLD:
         done = _parallel(independent, tables, dialect, default_catalog, workers)
+        if not done:
+            independent = []  # the pool could not run here: everything goes serially below
         for node, _, key in independent:
             outcome = done[node.unique_id]
             if isinstance(outcome, str):
@@ -224,7 +229,7 @@ def analyse_models(
         try:
             lineage = column_lineage(
                 sql,
-                schema=schema,
+                schema=schema.get(),
                 dialect=dialect,
                 unique_id=node.unique_id,
                 default_catalog=default_catalog,
@@ -241,19 +246,37 @@ def analyse_models(
     return report
 
 
+class _LazySchema:
+    """The MappingSchema, built on the first cache miss (a warm run never needs it)."""
+
+    def __init__(self, tables: _Tables, dialect: str) -> None:
+        self.tables = tables
+        self.dialect = dialect
+        self.schema: MappingSchema | None = None
+
+    def get(self) -> MappingSchema:
+        if self.schema is None:
+            self.schema = build_schema(self.tables.tables, dialect=self.dialect)
+        return self.schema
+
+    def add(self, node: Node, columns: tuple[Column, ...]) -> None:
+        self.tables.add(node, columns)
+        if self.schema is not None:
+            types = {c.name: "UNKNOWN" for c in columns}
+            self.schema.add_table(_table_ref(node), types, dialect=self.dialect)
+
+
 def _record(
     report: LineageReport,
     tables: _Tables,
-    schema: MappingSchema,
+    schema: _LazySchema,
     node: Node,
     lineage: ModelLineage,
-    dialect: str,
+    dialect: str,  # noqa: ARG001
 ) -> None:
     report.models[node.unique_id] = lineage
     if node.unique_id not in tables.known:
-        outputs = tuple(Column(name=e.output) for e in lineage.columns)
-        tables.add(node, outputs)
-        schema.add_table(_table_ref(node), {c.name: "UNKNOWN" for c in outputs}, dialect=dialect)
+        schema.add(node, tuple(Column(name=e.output) for e in lineage.columns))
 
 
 def _parallel(
@@ -263,17 +286,23 @@ def _parallel(
     default_catalog: str | None,
     workers: int,
 ) -> dict[str, ModelLineage | str]:
+    """Analyse independent models in worker processes; {} when a pool cannot run here."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     chunks = [[(n.unique_id, sql) for n, sql, _ in jobs[i::workers]] for i in range(workers)]
     context = multiprocessing.get_context("spawn")  # never fork a process that ran dbt's threads
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = [
-            pool.submit(_analyse_chunk, tables.tables, tables.case, chunk, dialect, default_catalog)
-            for chunk in chunks
-        ]
-        return {uid: outcome for future in futures for uid, outcome in future.result()}
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures = [
+                pool.submit(_analyse_chunk, tables.tables, tables.case, c, dialect, default_catalog)
+                for c in chunks
+            ]
+            return {uid: outcome for future in futures for uid, outcome in future.result()}
+    except (BrokenProcessPool, OSError) as e:  # e.g. no importable __main__ (embedded Python)
+        logger.debug("lineage worker processes unavailable (%s); analysing serially", e)
+        return {}
 
 
 def _relations(artifacts: RunArtifacts, node: Node) -> list[str]:
@@ -300,36 +329,34 @@ def _table_ref(node: Node) -> str:
 
 
 def lineage_to_json(value: ModelLineage) -> str:
-    def pairs(items: tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]) -> list[object]:
+    """Compact JSON: distinct sources and transformations once, edges as indexes into them."""
+    sources: dict[SourceColumn, int] = {}
+    transforms: dict[Transformation, int] = {}
+
+    def pairs(items: tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]) -> list[Any]:
         return [
-            [[s.catalog, s.schema, s.table, s.column], [[t.type, t.subtype, t.masking] for t in ts]]
+            [
+                sources.setdefault(s, len(sources)),
+                [transforms.setdefault(t, len(transforms)) for t in ts],
+            ]
             for s, ts in items
         ]
 
-    doc = {
-        "columns": [[e.output, e.expression, pairs(e.inputs)] for e in value.columns],
-        "dataset": pairs(value.dataset),
-    }
+    columns = [[e.output, e.expression, pairs(e.inputs)] for e in value.columns]
+    dataset = pairs(value.dataset)
+    doc = {"s": list(sources), "t": list(transforms), "c": columns, "d": dataset}
     return json.dumps(doc, separators=(",", ":"))
 
 
 def lineage_from_json(text: str) -> ModelLineage:
     doc = json.loads(text)
+    sources = [SourceColumn._make(s) for s in doc["s"]]
+    transforms = [Transformation._make(t) for t in doc["t"]]
 
-    def pairs(
-        items: list[list[list[object]]],
-    ) -> tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]:
-        return tuple(
-            (
-                SourceColumn(*(str(p) for p in source)),
-                tuple(Transformation(str(t[0]), str(t[1]), bool(t[2])) for t in transforms),  # type: ignore[index]
-            )
-            for source, transforms in items
-        )
+    def pairs(items: list[Any]) -> tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]:
+        return tuple((sources[s], tuple([transforms[t] for t in ts])) for s, ts in items)
 
     return ModelLineage(
-        columns=tuple(
-            ColumnEdge(output=o, inputs=pairs(i), expression=x) for o, x, i in doc["columns"]
-        ),
-        dataset=pairs(doc["dataset"]),
+        columns=tuple(ColumnEdge(output=o, inputs=pairs(i), expression=x) for o, x, i in doc["c"]),
+        dataset=pairs(doc["d"]),
     )
