@@ -137,6 +137,20 @@ def _setup_logging(level: str) -> None:
     logger.propagate = False
 
 
+def _progress_bar() -> Any:
+    """Column-lineage progress on stderr, only when stderr is a terminal (never in CI logs)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def draw(done: int, total: int) -> None:
+        end = "\n" if done >= total else ""
+        click.echo(f"\rdbt-oml: column lineage {done}/{total} models", err=True, nl=False)
+        if end:
+            click.echo("", err=True)
+
+    return draw
+
+
 def _summary(report: Any, *, dry_run: bool) -> None:
     delivery = report.delivery
     if dry_run:
@@ -197,14 +211,14 @@ def _project_options(opts: dict[str, Any], cwd: Path) -> dict[str, Any]:
 
 
 def _emit(settings: Any, rest: list[str], cwd: Path) -> Any:
-    from dbt_oml import pipeline
+    from dbt_oml import offline
 
     command = click.Command("emit", params=_EMIT_OPTIONS, add_help_option=False)
-    return pipeline.emit(settings, cwd=cwd, **_project_options(_parse(command, rest), cwd))
+    return offline.emit(settings, cwd=cwd, **_project_options(_parse(command, rest), cwd))
 
 
 def _lineage(rest: list[str], cwd: Path) -> int:
-    from dbt_oml import pipeline
+    from dbt_oml import offline
     from dbt_oml.lineage_view import as_json, as_text
 
     command = click.Command(
@@ -219,7 +233,7 @@ def _lineage(rest: list[str], cwd: Path) -> int:
     )
     opts = _parse(command, rest)
     model, column, want_json = opts.pop("model"), opts.pop("column"), opts.pop("as_json_")
-    view = pipeline.lineage_view(**_project_options(opts, cwd))
+    view = offline.lineage_view(**_project_options(opts, cwd))
     node = view.find_model(model)
     if node is None:
         raise ConfigError(key="lineage", source=model, reason="no such model (name or unique_id)")
@@ -275,12 +289,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command in {"emit", "send-events", "replay", "lineage"}:
         return _own_command(command, settings, rest[1:], cwd)
     from dbt_oml import pipeline
+    from dbt_oml.run_state import Report
 
-    report = pipeline.Report()
+    report = Report()
     try:
         stream = sys.stderr if settings.dry_run else sys.stdout
         with contextlib.redirect_stdout(stream):
-            report = pipeline.build(settings, rest, cwd=cwd, report=report)
+            report = pipeline.build(
+                settings, rest, cwd=cwd, report=report, progress=_progress_bar()
+            )
     except ConfigError as e:
         click.echo(f"dbt-oml: {e}", err=True)
         return report.dbt_return_code if report.dbt_return_code is not None else ExitCode.USAGE
@@ -309,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _own_command(command: str, settings: Any, rest: list[str], cwd: Path) -> int:
-    from dbt_oml import pipeline
+    from dbt_oml import offline
 
     try:
         if command == "lineage":
@@ -319,7 +336,7 @@ def _own_command(command: str, settings: Any, rest: list[str], cwd: Path) -> int
                 raise ConfigError(
                     key="replay", source="command line", reason="needs outbox FILE(s)"
                 )
-            report = pipeline.replay(settings, [Path(p) for p in rest], target_path=cwd / "target")
+            report = offline.replay(settings, [Path(p) for p in rest], target_path=cwd / "target")
         else:
             report = _emit(settings, rest, cwd)
     except click.ClickException as e:

@@ -8,12 +8,10 @@ through ephemeral models, and `Z` timestamps with millisecond precision.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
-from typing import cast
 
 from openlineage.client.event_v2 import (
     InputDataset,
@@ -23,10 +21,11 @@ from openlineage.client.event_v2 import (
     RunEvent,
     RunState,
 )
-from openlineage.client.facet_v2 import DatasetFacet, JobFacet, RunFacet, parent_run
+from openlineage.client.facet_v2 import JobFacet, RunFacet, parent_run
 
 from dbt_oml import facets
 from dbt_oml.artifacts import Catalog, Column, Manifest, Node, NodeResult, RunArtifacts
+from dbt_oml.dq_events import test_events
 from dbt_oml.filerefs import file_dataset, file_paths
 from dbt_oml.ids import run_id
 from dbt_oml.lineage import ModelLineage, SourceColumn
@@ -249,7 +248,7 @@ class EventBuilder:
 
     # -- runs -------------------------------------------------------------------------------
 
-    def _run_facets(self) -> dict[str, RunFacet]:
+    def run_facets(self) -> dict[str, RunFacet]:
         inv = self.invocation
         return facets.run_facets(
             dbt_version=inv.dbt_version,
@@ -261,7 +260,7 @@ class EventBuilder:
             producer=self.settings.producer,
         )
 
-    def _parent_facet(self) -> dict[str, RunFacet]:
+    def parent_facet(self) -> dict[str, RunFacet]:
         ns, name, rid = self.settings.job_namespace, self.parent_job, self.parent_run_id()
         return {
             "parent": parent_run.ParentRunFacet(
@@ -275,7 +274,7 @@ class EventBuilder:
             )
         }
 
-    def _event(
+    def event(
         self,
         *,
         state: RunState,
@@ -299,21 +298,21 @@ class EventBuilder:
 
     def parent_start(self) -> RunEvent:
         """START of the invocation's own run."""
-        return self._event(
+        return self.event(
             state=RunState.START,
             at=self.invocation.started_at,
             rid=self.parent_run_id(),
             job=self.parent_job,
             job_facets={"jobType": facets.job_type("JOB", self.settings.producer)},
-            run_facets=self._run_facets(),
+            run_facets=self.run_facets(),
         )
 
     def parent_end(self, *, at: datetime, error: str | None) -> RunEvent:
         """COMPLETE (no error) or FAIL (with the error text) of the invocation's run."""
-        run_facets = self._run_facets()
+        run_facets = self.run_facets()
         if error is not None:
             run_facets["errorMessage"] = facets.error_message(error, self.settings.producer)
-        return self._event(
+        return self.event(
             state=RunState.FAIL if error is not None else RunState.COMPLETE,
             at=at,
             rid=self.parent_run_id(),
@@ -347,15 +346,15 @@ class EventBuilder:
         node = self.manifest.get(unique_id)
         if node is None or not self.emits_for(node):
             return None
-        return self._event(
+        return self.event(
             state=RunState.START,
             at=started_at,
             rid=self.node_run_id(unique_id, started_at),
             job=self.job_name(node),
             job_facets=self._node_job_facets(node, None),
             run_facets={
-                **self._run_facets(),
-                **self._parent_facet(),
+                **self.run_facets(),
+                **self.parent_facet(),
                 **facets.tags(node, self.settings.producer),
             },
             inputs=self.inputs(node, None),
@@ -370,8 +369,8 @@ class EventBuilder:
             return None
         sql = result.compiled_code or node.compiled_code
         run_facets = {
-            **self._run_facets(),
-            **self._parent_facet(),
+            **self.run_facets(),
+            **self.parent_facet(),
             **facets.tags(node, self.settings.producer),
         }
         if state is RunState.FAIL:
@@ -382,7 +381,7 @@ class EventBuilder:
         lineage = self.lineage.get(node.unique_id) if state is RunState.COMPLETE else None
         if lineage is not None:
             self._add_column_lineage(lineage, inputs, output)
-        return self._event(
+        return self.event(
             state=state,
             at=result.completed_at or started_at,
             rid=self.node_run_id(result.unique_id, started_at),
@@ -427,94 +426,16 @@ class EventBuilder:
         node = self.manifest.get(unique_id)
         if node is None or not self.emits_for(node):
             return None
-        return self._event(
+        return self.event(
             state=RunState.ABORT,
             at=max(at, started_at),
             rid=self.node_run_id(unique_id, started_at),
             job=self.job_name(node),
             job_facets=self._node_job_facets(node, None),
-            run_facets={**self._run_facets(), **self._parent_facet()},
+            run_facets={**self.run_facets(), **self.parent_facet()},
             inputs=self.inputs(node, None),
             outputs=[self.output(node)],
         )
-
-    def tested_node(self, test: Node) -> Node | None:
-        """The relation a test checks: its attached node, else its only relation parent."""
-        if test.test is not None and test.test.attached_node:
-            return self.manifest.get(test.test.attached_node)
-        parents = [
-            p for p in (self.manifest.get(u) for u in test.depends_on) if p and p.is_relation
-        ]
-        return parents[0] if len(parents) == 1 else None
-
-    def test_events(self, results: Iterable[NodeResult]) -> list[RunEvent]:
-        """One run per tested dataset carrying dbt-ol's dataQualityAssertions, at real times."""
-        by_dataset: dict[str, list[tuple[Node, NodeResult]]] = defaultdict(list)
-        if self.invocation.command not in BUILD_COMMANDS:
-            return []
-        for result in results:
-            test = self.manifest.get(result.unique_id)
-            if test is None or test.test is None or result.status == "skipped":
-                continue
-            target = self.tested_node(test)
-            if target is not None:
-                by_dataset[target.unique_id].append((test, result))
-        events: list[RunEvent] = []
-        producer = self.settings.producer
-        for uid, items in sorted(by_dataset.items()):
-            target = self.manifest.nodes[uid]
-            starts = [r.started_at for _, r in items if r.started_at]
-            ends = [r.completed_at for _, r in items if r.completed_at]
-            start = min(starts) if starts else self.invocation.started_at
-            end = max(ends) if ends else start
-            checks = [
-                facets.assertion(test=t, status=r.status, failures=r.failures) for t, r in items
-            ]
-            ref = self.dataset(target)
-            dq = facets.assertions(checks, producer)
-            tested = InputDataset(
-                namespace=ref.namespace,
-                name=ref.name,
-                facets={
-                    **facets.dataset_facets(
-                        node=target,
-                        namespace=ref.namespace,
-                        columns=self.columns(target),
-                        producer=producer,
-                    ),
-                    # dbt-ol sends assertions in `facets` too; some consumers read them there
-                    **cast("dict[str, DatasetFacet]", dq),
-                },
-                inputFacets=dq,
-            )
-            failed = any(r.status in {"fail", "error"} for _, r in items)
-            events += self._test_run(target, tested, start, end, failed=failed)
-        return events
-
-    def _test_run(
-        self, target: Node, tested: InputDataset, start: datetime, end: datetime, *, failed: bool
-    ) -> list[RunEvent]:
-        rid = self.node_run_id(f"test:{target.unique_id}", start)
-        job = self.job_name(target, "test")
-        run_facets = {**self._run_facets(), **self._parent_facet()}
-        job_facets: dict[str, JobFacet] = {
-            "jobType": facets.job_type("TEST", self.settings.producer)
-        }
-        return [
-            self._event(
-                state=state,
-                at=at,
-                rid=rid,
-                job=job,
-                job_facets=job_facets,
-                run_facets=run_facets,
-                inputs=[tested],
-            )
-            for state, at in (
-                (RunState.START, start),
-                (RunState.FAIL if failed else RunState.COMPLETE, end),
-            )
-        ]
 
 
 def build_events(
@@ -559,7 +480,8 @@ def build_events(
         end = builder.node_end(result, started)
         if start is not None and end is not None:
             body += [start, end]
-    body += builder.test_events(results)
+    if invocation.command in BUILD_COMMANDS:
+        body += test_events(builder, results)
     body.sort(key=lambda e: e.eventTime)
     last = max((e.eventTime for e in body), default=None)
     end_at = ended_at or (

@@ -177,13 +177,15 @@ def analyse_models(
     extra: ColumnLookup | None = None,
     cache: LineageCache | None = None,
     workers: int = 1,
+    progress: Callable[[int, int], None] | None = None,
 ) -> LineageReport:
     """Column lineage of the `wanted` models (analysing their model ancestors first).
 
     A model without catalog columns lends its analysed outputs to its children, so a `select *`
     over it still expands; one model's failure only makes that model (and any `*` over it) opaque.
     With `workers` > 1 and a large project, models whose upstream columns are all known up front
-    are analysed in parallel processes; the rest follow in dependency order.
+    are analysed in parallel processes; the rest follow in dependency order. `progress` is
+    called with (models analysed, models to analyse) as the work goes.
     """
     report = LineageReport()
     tables = _Tables()
@@ -210,6 +212,7 @@ def analyse_models(
             _record(report, tables, schema, node, cached, dialect)
             continue
         todo.append((node, sql, key))
+    total, finished = len(todo), 0
     independent = [t for t in todo if all(p in tables.known for p in _relations(artifacts, t[0]))]
     if workers > 1 and len(independent) >= PARALLEL_THRESHOLD:
         done = _parallel(independent, tables, dialect, default_catalog, workers)
@@ -225,7 +228,13 @@ def analyse_models(
                 cache.put(key, outcome)
             _record(report, tables, schema, node, outcome, dialect)
         todo = [t for t in todo if t[0].unique_id not in done]
+        finished = len(done)
+        if progress is not None and done:
+            progress(finished, total)
     for node, sql, key in todo:
+        finished += 1
+        if progress is not None and finished % 50 == 0:
+            progress(finished, total)
         try:
             lineage = column_lineage(
                 sql,

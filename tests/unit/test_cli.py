@@ -132,7 +132,7 @@ class _BoomError(RuntimeError):
 
 
 def _crashing_build(dbt_code: int):
-    def build(settings, args, *, cwd, report):
+    def build(settings, args, *, cwd, report, **_):
         report.dbt_return_code = dbt_code
         raise _BoomError("a dbt-oml bug")
 
@@ -165,7 +165,7 @@ def test_a_bug_before_dbt_ran_is_exit_5(
 ) -> None:
     from dbt_oml import pipeline
 
-    def build(settings, args, *, cwd, report):
+    def build(settings, args, *, cwd, report, **_):
         raise _BoomError("early")
 
     monkeypatch.setattr(pipeline, "build", build)

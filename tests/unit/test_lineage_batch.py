@@ -114,6 +114,10 @@ def test_parallel_workers_give_the_same_answers(mini_target: Path, monkeypatch) 
     arts = read_artifacts(mini_target)
     serial = analyse_models(arts, wanted=MODELS, dialect="duckdb")
     monkeypatch.setattr(lineage_batch, "PARALLEL_THRESHOLD", 1)
-    parallel = analyse_models(arts, wanted=MODELS, dialect="duckdb", workers=2)
+    calls: list[tuple[int, int]] = []
+    parallel = analyse_models(
+        arts, wanted=MODELS, dialect="duckdb", workers=2, progress=lambda d, t: calls.append((d, t))
+    )
     assert parallel.models == serial.models
+    assert calls == [(len(serial.models), len(serial.models))]
     assert parallel.analysed == serial.analysed

@@ -9,6 +9,11 @@ import sys
 import dbt_oml
 
 CORE = [
+    "dbt_oml.lineage",
+    "dbt_oml.lineage_batch",
+    "dbt_oml.lineage_view",
+    "dbt_oml.dq_events",
+    "dbt_oml.facets",
     "dbt_oml.artifacts",
     "dbt_oml.namespaces",
     "dbt_oml.events",
@@ -37,6 +42,10 @@ def test_core_imports_no_io_libraries() -> None:
         "dbt_oml.dbt_process",
         "dbt_oml.delivery",
         "dbt_oml.config",
+        "dbt_oml.run_state",
+        "dbt_oml.offline",
+        "dbt_oml.lineage_run",
+        "dbt_oml.lineage_cache",
     }
     assert not banned & loaded
 

@@ -1,0 +1,85 @@
+"""Column lineage for a run: seed headers from disk, the cache in target/, the guard.
+
+I/O adapter around the pure lineage_batch: reads seed CSV headers and keeps the on-disk cache.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import os
+from pathlib import Path
+
+from dbt_oml.artifacts import (
+    Manifest,
+    RunArtifacts,
+)
+from dbt_oml.config import Settings
+from dbt_oml.lineage import ModelLineage
+from dbt_oml.lineage_batch import ANALYSED_TYPES, analyse_models
+from dbt_oml.lineage_cache import DiskCache
+from dbt_oml.run_state import STATE_DIR, Progress, Report
+
+logger = logging.getLogger(__name__)
+
+
+def seed_headers(manifest: Manifest, project_root: Path) -> dict[str, tuple[str, ...]]:
+    """Each seed's column names from its CSV header (`select *` over a seed without catalog)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for uid, node in manifest.nodes.items():
+        if node.resource_type != "seed" or not node.original_file_path:
+            continue
+        try:
+            with (project_root / node.original_file_path).open(encoding="utf-8", newline="") as f:
+                header = next(csv.reader(f), [])
+        except (OSError, UnicodeDecodeError, csv.Error):
+            continue
+        if header:
+            out[uid] = tuple(h.strip() for h in header)
+    return out
+
+
+def column_lineage_for(
+    settings: Settings,
+    artifacts: RunArtifacts,
+    *,
+    project_root: Path,
+    target_path: Path,
+    dialect: str,
+    default_catalog: str | None,
+    report: Report,
+    progress: Progress | None = None,
+) -> dict[str, ModelLineage]:
+    """Column lineage of the models that completed, recording the opaque ones in the report."""
+    if not settings.column_lineage or artifacts.run_results is None:
+        return {}
+    nodes = artifacts.manifest.nodes
+    wanted = {
+        r.unique_id
+        for r in artifacts.run_results.results
+        if r.status == "success"
+        and r.unique_id in nodes
+        and nodes[r.unique_id].resource_type in ANALYSED_TYPES
+    }
+    if not wanted:
+        return {}
+    result = analyse_models(
+        artifacts,
+        wanted=wanted,
+        dialect=dialect,
+        default_catalog=default_catalog,
+        seed_headers=seed_headers(artifacts.manifest, project_root),
+        cache=DiskCache(target_path / STATE_DIR / "lineage-cache"),
+        workers=min(os.cpu_count() or 1, 8),
+        progress=progress,
+    )
+    models = {uid: lin for uid, lin in result.models.items() if uid in wanted}
+    report.opaque.update({uid: why for uid, why in result.opaque.items() if uid in wanted})
+    report.lineage_models = len(models)
+    if not models and not settings.allow_empty_column_lineage:
+        report.refused = (
+            f"none of the {len(wanted)} models that ran has column lineage; sending would make "
+            "OpenMetadata replace the column lineage it holds with none. Fix the cause above "
+            "(missing catalog.json?) or pass --allow-empty-column-lineage"
+        )
+    return models

@@ -1,0 +1,157 @@
+"""What every dbt-oml command shares: its report, its emitter, its files in dbt's target dir.
+
+I/O adapter: creates the openlineage-python client and reads/writes dbt-oml's own state files.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from dbt_oml import __version__
+from dbt_oml.artifacts import (
+    parse_time,
+)
+from dbt_oml.config import Settings
+from dbt_oml.dbt_process import (
+    DbtContext,
+)
+from dbt_oml.delivery import DeliveryReport, Emitter
+from dbt_oml.errors import ConfigError
+from dbt_oml.events import (
+    EventSettings,
+    Invocation,
+)
+from dbt_oml.namespaces import CatalogSpec, Namespaces, resolve_namespaces
+
+logger = logging.getLogger(__name__)
+
+PRODUCER = f"https://github.com/dbt-oml/dbt-oml/tree/{__version__}"
+#: dbt-oml's own files inside dbt's target directory.
+STATE_DIR = "dbt_oml"
+NODE_STARTS = "node_starts.json"
+#: Called with (done, total) during long work; the CLI draws it on a terminal.
+Progress = Callable[[int, int], None]
+
+
+@dataclass(slots=True)
+class Report:
+    """What a dbt-oml command did, for the summary and the exit code."""
+
+    dbt_return_code: int | None = None
+    events_built: int = 0
+    delivery: DeliveryReport = field(default_factory=DeliveryReport)
+    destination: str = ""
+    namespaces: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    dbt_error: str | None = None
+    lineage_models: int = 0
+    opaque: dict[str, str] = field(default_factory=dict)
+    refused: str | None = None
+
+
+def make_emitter(settings: Settings, target_path: Path) -> tuple[Emitter | None, str]:
+    """The openlineage-python client to send with, and a description of where events go.
+
+    Without any OpenLineage configuration, events go to a JSON-lines file in the target
+    directory (the embedded default: no servers needed).
+    """
+    if settings.dry_run:
+        return None, "stdout (--dry-run)"
+    from openlineage.client import OpenLineageClient
+
+    config: dict[str, Any] | None
+    if settings.transport is not None:
+        config = {"transport": dict(settings.transport)}
+        where = f"{settings.transport.get('type')} transport (dbt-oml config)"
+    elif settings.openlineage_configured:
+        config, where = None, "openlineage-python's configured transport"
+    else:
+        events_file = settings.events_file or target_path / "openlineage" / "events.jsonl"
+        events_file.parent.mkdir(parents=True, exist_ok=True)
+        config = {"transport": {"type": "file", "log_file_path": str(events_file), "append": True}}
+        where = str(events_file)
+    try:
+        client = OpenLineageClient(config=config) if config else OpenLineageClient()
+    except (ValueError, TypeError, KeyError, ImportError, AttributeError) as e:
+        raise ConfigError(
+            key="transport",
+            source="openlineage config",
+            reason=f"the transport cannot be created ({type(e).__name__}: {e})",
+            hint="check openlineage.yml / OPENLINEAGE__TRANSPORT__* / the transport: setting",
+        ) from e
+    if settings.openlineage_configured and settings.transport is None:
+        where = f"{client.transport.kind} transport (openlineage config)"
+    return client, where
+
+
+def namespaces_for(
+    settings: Settings, catalogs: Sequence[CatalogSpec], cwd: Path, report: Report
+) -> Namespaces:
+    resolution = resolve_namespaces(
+        catalogs,
+        overrides=settings.namespaces,
+        duckdb_default=settings.duckdb_namespace,
+        cwd=str(cwd),
+    )
+    for problem in resolution.problems:
+        report.problems.append(str(problem))
+    report.namespaces = dict(resolution.namespaces.by_catalog)
+    return resolution.namespaces
+
+
+def event_settings(settings: Settings, cwd: Path, project_root: Path) -> EventSettings:
+    return EventSettings(
+        project_root=str(project_root),
+        producer=PRODUCER,
+        adapter_version=__version__,
+        job_namespace=settings.job_namespace,
+        parent_job_name=settings.parent_job_name,
+        job_naming=settings.job_naming,
+        cwd=str(cwd),
+    )
+
+
+def invocation_of(ctx: DbtContext) -> Invocation:
+    return Invocation(
+        invocation_id=ctx.invocation_id,
+        started_at=ctx.started_at,
+        command=ctx.command,
+        project_name=ctx.project_name,
+        profile_name=ctx.profile_name,
+        target_name=ctx.target_name,
+        dbt_version=ctx.dbt_version,
+        adapter_type=ctx.adapter_type,
+    )
+
+
+def outbox_path(settings: Settings, context: DbtContext) -> Path:
+    folder = settings.outbox_dir or context.target_path / STATE_DIR / "outbox"
+    return folder / f"{context.invocation_id}.jsonl"
+
+
+def write_node_starts(ctx: DbtContext, starts: Mapping[str, datetime]) -> None:
+    folder = ctx.target_path / STATE_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "invocation_id": ctx.invocation_id,
+        "node_starts": {k: v.isoformat() for k, v in starts.items()},
+    }
+    (folder / NODE_STARTS).write_text(json.dumps(doc, indent=1, sort_keys=True), encoding="utf-8")
+
+
+def read_node_starts(target: Path, invocation_id: str | None) -> dict[str, datetime]:
+    """Node start times recorded live by `dbt-oml build`, if they belong to this invocation."""
+    try:
+        doc = json.loads((target / STATE_DIR / NODE_STARTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("invocation_id") != invocation_id:
+        return {}
+    starts = {k: parse_time(v) for k, v in (doc.get("node_starts") or {}).items()}
+    return {k: v for k, v in starts.items() if v is not None}
