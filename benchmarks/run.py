@@ -76,6 +76,9 @@ def variants() -> dict[str, list[list[str]]]:
         "dbt-oml build --no-docs-generate": [
             [oml, "build", "--profiles-dir", ".", "--no-docs-generate"]
         ],
+        "dbt-oml build --no-docs-generate --no-column-lineage": [
+            [oml, "build", "--profiles-dir", ".", "--no-docs-generate", "--no-column-lineage"]
+        ],
         "dbt-ol build": [[ol, "build", "--profiles-dir", "."]],
     }
 
