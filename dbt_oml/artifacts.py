@@ -93,6 +93,25 @@ class Manifest:
     def get(self, unique_id: str) -> Node | None:
         return self.nodes.get(unique_id)
 
+    def relations_read(self, node: Node) -> list[Node]:
+        """The relations a node reads, in dependency order, looking through ephemeral models
+        (inlined into their readers' SQL) to what they read."""
+        found: dict[str, Node] = {}
+        stack, seen = list(reversed(node.depends_on)), set()
+        while stack:
+            uid = stack.pop()
+            if uid in seen:
+                continue
+            seen.add(uid)
+            parent = self.nodes.get(uid)
+            if parent is None:
+                continue
+            if parent.resource_type == "model" and parent.materialized == "ephemeral":
+                stack.extend(reversed(parent.depends_on))
+            elif parent.is_relation:
+                found.setdefault(uid, parent)
+        return list(found.values())
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Timing:

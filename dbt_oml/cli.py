@@ -15,9 +15,12 @@ import traceback
 from collections.abc import Sequence
 from enum import IntEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from dbt_oml.dbt_process import ProjectOptions
 
 from dbt_oml import __version__
 from dbt_oml.errors import ArtifactError, ConfigError, DbtOmlError
@@ -184,10 +187,11 @@ def _summary(report: Any, *, dry_run: bool) -> None:
         logger.error("delivery: %s", error)
 
 
-def _project_options(opts: dict[str, Any], cwd: Path) -> dict[str, Any]:
+def _project_options(opts: dict[str, Any], cwd: Path) -> ProjectOptions:
     """dbt's project options, with dbt's environment variables as fallbacks."""
+    from dbt_oml.dbt_process import ProjectOptions
+
     env = os.environ
-    project_dir = Path(opts["project_dir"] or env.get("DBT_PROJECT_DIR") or cwd).resolve()
     profiles = opts["profiles_dir"] or env.get("DBT_PROFILES_DIR")
     target_path = opts["target_path"] or env.get("DBT_TARGET_PATH")
     cli_vars: dict[str, Any] = {}
@@ -199,22 +203,22 @@ def _project_options(opts: dict[str, Any], cwd: Path) -> dict[str, Any]:
         except yaml.YAMLError as e:
             raise ConfigError(key="vars", source="--vars", reason="is not YAML") from e
         cli_vars = loaded if isinstance(loaded, dict) else {}
-    return {
-        "project_dir": project_dir,
-        "profiles_dir": Path(profiles).resolve() if profiles else None,
-        "profile": opts["profile"] or env.get("DBT_PROFILE"),
-        "target": opts["target"] or env.get("DBT_TARGET"),
-        "target_path": Path(target_path) if target_path else None,
-        "cli_vars": cli_vars,
-        "environ": env,
-    }
+    return ProjectOptions(
+        project_dir=Path(opts["project_dir"] or env.get("DBT_PROJECT_DIR") or cwd).resolve(),
+        profiles_dir=Path(profiles).resolve() if profiles else None,
+        profile=opts["profile"] or env.get("DBT_PROFILE"),
+        target=opts["target"] or env.get("DBT_TARGET"),
+        target_path=Path(target_path) if target_path else None,
+        cli_vars=cli_vars,
+        environ=env,
+    )
 
 
 def _emit(settings: Any, rest: list[str], cwd: Path) -> Any:
     from dbt_oml import offline
 
     command = click.Command("emit", params=_EMIT_OPTIONS, add_help_option=False)
-    return offline.emit(settings, cwd=cwd, **_project_options(_parse(command, rest), cwd))
+    return offline.emit(settings, _project_options(_parse(command, rest), cwd), cwd=cwd)
 
 
 def _lineage(rest: list[str], cwd: Path) -> int:
@@ -233,7 +237,7 @@ def _lineage(rest: list[str], cwd: Path) -> int:
     )
     opts = _parse(command, rest)
     model, column, want_json = opts.pop("model"), opts.pop("column"), opts.pop("as_json_")
-    view = offline.lineage_view(**_project_options(opts, cwd))
+    view = offline.lineage_view(_project_options(opts, cwd))
     node = view.find_model(model)
     if node is None:
         raise ConfigError(key="lineage", source=model, reason="no such model (name or unique_id)")

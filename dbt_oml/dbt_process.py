@@ -12,13 +12,14 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dbt_oml.artifacts import parse_time
+from dbt_oml.errors import ConfigError
 from dbt_oml.namespaces import CatalogSpec
 
 if TYPE_CHECKING:
@@ -218,6 +219,81 @@ def _failure_summary(result: object) -> str:
         return "dbt reported failure"
     shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
     return f"{len(failed)} node(s) failed: {shown}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProjectOptions:
+    """dbt's project options for the commands that do not run dbt (emit, lineage)."""
+
+    project_dir: Path
+    profiles_dir: Path | None = None
+    profile: str | None = None
+    target: str | None = None
+    target_path: Path | None = None
+    cli_vars: dict[str, Any] = field(default_factory=dict)
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResolvedProject:
+    """What dbt's own loaders make of ProjectOptions."""
+
+    project_name: str
+    project_dir: Path
+    profile_name: str | None
+    target_name: str | None
+    target_path: Path
+    adapter_type: str
+    catalogs: tuple[CatalogSpec, ...] = field(repr=False)
+
+
+def resolve_project(options: ProjectOptions) -> ResolvedProject:
+    """Resolve project, profile, target and catalogs with dbt's own loaders (no dbt run)."""
+    from argparse import Namespace as Args
+
+    from dbt.config.runtime import load_profile, load_project
+    from dbt.flags import set_from_args
+    from dbt_common.context import set_invocation_context
+    from dbt_common.exceptions import DbtBaseException
+
+    project_dir = options.project_dir
+    if not (project_dir / "dbt_project.yml").is_file():
+        raise ConfigError(
+            key="project-dir",
+            source=str(project_dir),
+            reason="has no dbt_project.yml",
+            hint="pass --project-dir or set DBT_PROJECT_DIR",
+        )
+    set_invocation_context(dict(options.environ))
+    profiles = options.profiles_dir or (
+        project_dir if (project_dir / "profiles.yml").is_file() else Path.home() / ".dbt"
+    )
+    args = Args(PROFILES_DIR=str(profiles), TARGET=options.target, PROFILE=options.profile)
+    set_from_args(args, None)
+    try:
+        loaded = load_profile(
+            str(project_dir), options.cli_vars, options.profile, options.target, None
+        )
+        project = load_project(str(project_dir), False, loaded, options.cli_vars)
+    except DbtBaseException as e:
+        lines = str(e).strip().splitlines()
+        raise ConfigError(
+            key="profile",
+            source=str(profiles),
+            reason=lines[-1] if lines else type(e).__name__,
+            hint="pass --profiles-dir/--target as for dbt",
+        ) from e
+    target_path = options.target_path or Path(project.target_path)
+    adapter = str(loaded.credentials.type)
+    return ResolvedProject(
+        project_name=str(project.project_name),
+        project_dir=project_dir,
+        profile_name=loaded.profile_name,
+        target_name=loaded.target_name,
+        target_path=target_path if target_path.is_absolute() else project_dir / target_path,
+        adapter_type=adapter,
+        catalogs=catalogs_of(adapter, loaded.credentials),
+    )
 
 
 def docs_generate_args(context: DbtContext) -> list[str]:

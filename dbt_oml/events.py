@@ -180,22 +180,7 @@ class EventBuilder:
 
     def upstream(self, node: Node) -> list[Node]:
         """The relations a node reads, looking through ephemeral models to what they read."""
-        found: dict[str, Node] = {}
-        stack = list(reversed(node.depends_on))
-        seen: set[str] = set()
-        while stack:
-            uid = stack.pop()
-            if uid in seen:
-                continue
-            seen.add(uid)
-            parent = self.manifest.get(uid)
-            if parent is None:
-                continue
-            if parent.resource_type == "model" and parent.materialized == "ephemeral":
-                stack.extend(reversed(parent.depends_on))
-            elif parent.is_relation:
-                found.setdefault(uid, parent)
-        return list(found.values())
+        return self.manifest.relations_read(node)
 
     def _input(self, node: Node) -> InputDataset:
         ref = self.dataset(node)
@@ -218,19 +203,18 @@ class EventBuilder:
             paths, cwd = [node.original_file_path], self.settings.project_root or cwd
         for path in paths:
             ref = file_dataset(path, cwd=cwd)
-            out.append(
-                InputDataset(
-                    namespace=ref.namespace,
-                    name=ref.name,
-                    facets=facets.dataset_facets(
-                        node=None,
-                        namespace=ref.namespace,
-                        columns=(),
-                        producer=self.settings.producer,
-                    ),
-                )
-            )
+            out.append(self._plain_input(ref.namespace, ref.name))
         return out
+
+    def _plain_input(self, namespace: str, name: str) -> InputDataset:
+        """An input that is not a dbt node (a file, a table the SQL names directly)."""
+        return InputDataset(
+            namespace=namespace,
+            name=name,
+            facets=facets.dataset_facets(
+                node=None, namespace=namespace, columns=(), producer=self.settings.producer
+            ),
+        )
 
     def output(self, node: Node, rows: int | None = None) -> OutputDataset:
         ref = self.dataset(node)
@@ -404,18 +388,7 @@ class EventBuilder:
         for f in used:
             if (f.namespace, f.name) not in known:
                 known.add((f.namespace, f.name))
-                inputs.append(
-                    InputDataset(
-                        namespace=f.namespace,
-                        name=f.name,
-                        facets=facets.dataset_facets(
-                            node=None,
-                            namespace=f.namespace,
-                            columns=(),
-                            producer=self.settings.producer,
-                        ),
-                    )
-                )
+                inputs.append(self._plain_input(f.namespace, f.name))
         assert output.facets is not None
         output.facets["columnLineage"] = facet
         # OpenMetadata 1.12 reads column lineage only from outputFacets

@@ -315,21 +315,8 @@ def _parallel(
 
 
 def _relations(artifacts: RunArtifacts, node: Node) -> list[str]:
-    """Relation nodes a model reads, through ephemeral models (whose SQL is inlined)."""
-    out, stack, seen = [], list(node.depends_on), set()
-    while stack:
-        uid = stack.pop()
-        if uid in seen:
-            continue
-        seen.add(uid)
-        parent = artifacts.manifest.get(uid)
-        if parent is None:
-            continue
-        if parent.materialized == "ephemeral":
-            stack.extend(parent.depends_on)
-        elif parent.is_relation:
-            out.append(uid)
-    return sorted(out)
+    """unique_ids of the relations a model reads (ephemeral models are inlined into its SQL)."""
+    return sorted(n.unique_id for n in artifacts.manifest.relations_read(node))
 
 
 def _table_ref(node: Node) -> str:

@@ -73,7 +73,11 @@ class LiveEmitter:
         namespaces = namespaces_for(self.settings, context.catalogs, self.cwd, self.report)
         emitter, where = make_emitter(self.settings, context.target_path)
         self.report.destination = where
-        self.delivery = Delivery(emitter, outbox=outbox_path(self.settings, context), target=where)
+        self.delivery = Delivery(
+            emitter,
+            outbox=outbox_path(self.settings, context.target_path, context.invocation_id),
+            target=where,
+        )
         self.builder = EventBuilder(
             invocation=invocation_of(context),
             namespaces=namespaces,

@@ -130,9 +130,10 @@ def invocation_of(ctx: DbtContext) -> Invocation:
     )
 
 
-def outbox_path(settings: Settings, context: DbtContext) -> Path:
-    folder = settings.outbox_dir or context.target_path / STATE_DIR / "outbox"
-    return folder / f"{context.invocation_id}.jsonl"
+def outbox_path(settings: Settings, target_path: Path, invocation_id: str) -> Path:
+    """Where the undelivered events of one invocation are kept."""
+    folder = settings.outbox_dir or target_path / STATE_DIR / "outbox"
+    return folder / f"{invocation_id}.jsonl"
 
 
 def write_node_starts(ctx: DbtContext, starts: Mapping[str, datetime]) -> None:
