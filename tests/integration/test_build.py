@@ -261,3 +261,26 @@ def test_dbt_project_dir_env_is_honoured(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr[-2000:]
     events = read_events(proj / "target" / "openlineage" / "events.jsonl")
     assert [e["eventType"] for e in events] == ["START", "START", "COMPLETE", "COMPLETE"]
+
+
+def test_parse_error_fails_the_parent_run_with_the_message(project: Path) -> None:
+    (project / "models" / "staging" / "broken.sql").write_text(
+        "select * from {{ ref('no_such_model') }}\n"
+    )
+    run = run_cli(["build", "--profiles-dir", "."], cwd=project)
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert [(e["job"]["name"], e["eventType"]) for e in run.events] == [
+        (PARENT, "START"),
+        (PARENT, "FAIL"),
+    ]
+    message = run.events[-1]["run"]["facets"]["errorMessage"]["message"]
+    assert "no_such_model" in message
+
+
+def test_target_path_flag_is_honoured(project: Path) -> None:
+    run = run_cli(["seed", "--profiles-dir", ".", "--target-path", "elsewhere"], cwd=project)
+    assert run.returncode == 0, run.stderr[-2000:]
+    events = read_events(project / "elsewhere" / "openlineage" / "events.jsonl")
+    assert [e["eventType"] for e in events] == ["START", "START", "COMPLETE", "COMPLETE"]
+    assert (project / "elsewhere" / "run_results.build.json").exists()
+    assert not (project / "target" / "openlineage").exists()

@@ -1,0 +1,1 @@
+"""OpenMetadata: type mapping, names, and (coming) the client and bootstrap behind the transport."""
