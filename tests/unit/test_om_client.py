@@ -1,0 +1,194 @@
+"""The OpenMetadata client and its auth providers, against the in-memory OM stand-in."""
+
+from __future__ import annotations
+
+import base64
+import socket
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from dbt_oml.errors import ConfigError, TerminalDeliveryError, TransientDeliveryError
+from dbt_oml.om.client import (
+    BasicLogin,
+    OAuth2ClientCredentials,
+    OpenMetadataClient,
+    StaticToken,
+    TokenFile,
+)
+from tests.fakes.openmetadata import FakeOpenMetadata, Principal
+
+BASE = "http://om.test"
+
+
+@pytest.fixture
+def om() -> FakeOpenMetadata:
+    fake = FakeOpenMetadata()
+    fake.add_token("bot-jwt", Principal("ingestion-bot"))
+    fake.add_token("lineage-jwt", Principal("lineage-bot", permissions=frozenset({"EditLineage"})))
+    fake.add_token("reader-jwt", Principal("reader", permissions=frozenset({"ViewAll"})))
+    fake.add_token("old-jwt", Principal("ingestion-bot", expired=True))
+    return fake
+
+
+def client(om: FakeOpenMetadata, auth) -> OpenMetadataClient:
+    return OpenMetadataClient(
+        BASE, http=httpx2.Client(transport=httpx2.WSGITransport(app=om)), auth=auth
+    )
+
+
+def test_static_token_reads_settings(om: FakeOpenMetadata) -> None:
+    c = client(om, StaticToken("bot-jwt"))
+    assert c.openlineage_settings()["defaultPipelineService"] == "openlineage"
+    assert c.requests == 1
+    assert "bot-jwt" not in repr(c) + repr(StaticToken("bot-jwt"))
+
+
+def test_token_file_is_reread_after_a_401(om: FakeOpenMetadata, tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("old-jwt\n")
+    provider = TokenFile(token)
+    c = client(om, provider)
+    assert provider.token(c.http, BASE) == "old-jwt"
+    token.write_text("bot-jwt\n")  # the Secret is rotated after the first read
+    assert c.openlineage_settings()["enabled"] is True
+    assert [r.status for r in om.requests] == [401, 200]
+
+
+def test_token_file_missing_is_a_config_error(om: FakeOpenMetadata, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        client(om, TokenFile(tmp_path / "nope")).openlineage_settings()
+    assert err.value.key == "jwt_token_file"
+
+
+def test_expired_token_says_what_to_do(om: FakeOpenMetadata) -> None:
+    with pytest.raises(TerminalDeliveryError) as err:
+        client(om, StaticToken("old-jwt")).openlineage_settings()
+    assert "Expired token!" in err.value.reason
+    assert "reissue" in err.value.hint
+    assert "old-jwt" not in str(err.value)
+
+
+def test_basic_login_sends_the_password_base64_encoded(om: FakeOpenMetadata) -> None:
+    om.passwords["admin@open-metadata.org"] = "admin"
+    c = client(om, BasicLogin("admin@open-metadata.org", "admin"))
+    assert c.openlineage_settings()["enabled"] is True
+    login = om.requests[0]
+    assert login.path == "/api/v1/users/login"
+    assert base64.b64decode(login.body["password"]) == b"admin"
+    assert "admin'" not in repr(BasicLogin("a@b", "admin"))
+
+
+def test_basic_login_wrong_password(om: FakeOpenMetadata) -> None:
+    om.passwords["admin@open-metadata.org"] = "admin"
+    with pytest.raises(TerminalDeliveryError) as err:
+        client(om, BasicLogin("admin@open-metadata.org", "nope")).openlineage_settings()
+    assert "401" in err.value.reason
+    assert "OM_PASSWORD" in err.value.hint
+
+
+def test_the_stand_in_rejects_a_plaintext_password(om: FakeOpenMetadata) -> None:
+    http = httpx2.Client(transport=httpx2.WSGITransport(app=om))
+    response = http.post(
+        f"{BASE}/api/v1/users/login", json={"email": "a@b.c", "password": "not base64!"}
+    )
+    assert response.status_code == 400
+    assert response.json()["message"] == "Password needs to be encoded in Base-64."
+
+
+def test_oauth2_client_credentials(om: FakeOpenMetadata) -> None:
+    om.oauth_clients["dbt-oml"] = "s3cret"
+    provider = OAuth2ClientCredentials(f"{BASE}/oauth/token", "dbt-oml", "s3cret")
+    assert client(om, provider).openlineage_settings()["enabled"] is True
+    assert "s3cret" not in repr(provider)
+
+
+@pytest.mark.parametrize(
+    ("token", "role"),
+    [("lineage-jwt", "IngestionBotRole"), ("reader-jwt", "IngestionBotRole")],
+)
+def test_missing_create_names_the_role(om: FakeOpenMetadata, token: str, role: str) -> None:
+    body = {"name": "duckdb_pod", "serviceType": "CustomDatabase"}
+    with pytest.raises(TerminalDeliveryError) as err:
+        client(om, StaticToken(token)).put("services/databaseServices", body)
+    assert role in err.value.hint
+    assert "[Create]" in err.value.reason
+
+
+def test_missing_edit_lineage_names_the_role(om: FakeOpenMetadata) -> None:
+    event = {
+        "eventTime": "2026-11-30T03:55:00.000Z",
+        "eventType": "COMPLETE",
+        "producer": "https://example.com/p",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json",
+        "run": {"runId": "01a22a97-c811-7ab0-b0d7-94051423011d"},
+        "job": {"namespace": "dbt", "name": "j"},
+    }
+    with pytest.raises(TerminalDeliveryError) as err:
+        client(om, StaticToken("reader-jwt")).post_batch([event])
+    assert "LineageBotRole" in err.value.hint
+
+
+def test_server_errors_are_transient(om: FakeOpenMetadata) -> None:
+    om.fail_next([503])
+    c = client(om, StaticToken("bot-jwt"))
+    with pytest.raises(TransientDeliveryError):
+        c.openlineage_settings()
+    assert c.openlineage_settings()["enabled"] is True
+
+
+def test_refused_connection_is_transient() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed when the block ends: nothing listens there
+    c = OpenMetadataClient(f"http://127.0.0.1:{port}", http=httpx2.Client(timeout=2), auth=None)
+    with pytest.raises(TransientDeliveryError) as err:
+        c.openlineage_settings()
+    assert "ConnectError" in err.value.reason
+
+
+def test_entities_put_create_get_and_list(om: FakeOpenMetadata) -> None:
+    c = client(om, StaticToken("bot-jwt"))
+    svc = c.put(
+        "services/databaseServices", {"name": "duckdb_pod", "serviceType": "CustomDatabase"}
+    )
+    again = c.put(
+        "services/databaseServices", {"name": "duckdb_pod", "serviceType": "CustomDatabase"}
+    )
+    assert svc["id"] == again["id"]
+    assert c.create("databases", {"name": "warehouse", "service": "duckdb_pod"}) is not None
+    assert c.create("databases", {"name": "warehouse", "service": "duckdb_pod"}) is None  # 409
+    for i in range(5):
+        c.create("databases", {"name": f"db{i}", "service": "duckdb_pod"})
+    names = [d["name"] for d in c.list_all("databases", params={"service": "duckdb_pod"}, page=2)]
+    assert sorted(names) == sorted(["warehouse", *(f"db{i}" for i in range(5))])
+    assert c.get_by_name("databases", "duckdb_pod.warehouse")["name"] == "warehouse"
+    assert c.get_by_name("databases", "duckdb_pod.nope") is None
+
+
+def test_missing_parent_is_terminal_with_oms_message(om: FakeOpenMetadata) -> None:
+    with pytest.raises(TerminalDeliveryError) as err:
+        client(om, StaticToken("bot-jwt")).create("databases", {"name": "w", "service": "nope"})
+    assert "databaseService instance for nope not found" in err.value.reason
+
+
+@pytest.mark.parametrize(
+    ("column", "message"),
+    [
+        ({"name": "c", "dataType": "VARCHAR"}, "dataLength must not be null"),
+        ({"name": "c", "dataType": "ARRAY"}, "arrayDataType must not be null"),
+        ({"name": "c", "dataType": "STRUCT"}, "children must not be null"),
+        ({"name": "c", "dataType": "DECIMAL", "scale": 2}, "precision is not set"),
+    ],
+)
+def test_the_stand_in_enforces_oms_column_rules(
+    om: FakeOpenMetadata, column: dict, message: str
+) -> None:
+    c = client(om, StaticToken("bot-jwt"))
+    c.put("services/databaseServices", {"name": "s", "serviceType": "CustomDatabase"})
+    c.put("databases", {"name": "d", "service": "s"})
+    c.put("databaseSchemas", {"name": "m", "database": "s.d"})
+    with pytest.raises(TerminalDeliveryError) as err:
+        c.put("tables", {"name": "t", "databaseSchema": "s.d.m", "columns": [column]})
+    assert message in err.value.reason
