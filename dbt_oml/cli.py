@@ -47,6 +47,8 @@ Usage:
   dbt-oml [OPTIONS] emit [dbt project options]    send the events of existing artifacts
                                                    (alias: send-events)
   dbt-oml [OPTIONS] replay FILE...                send events kept in outbox files
+  dbt-oml [OPTIONS] flush                         send everything in the outbox directory
+                                                   (<target>/dbt_oml/outbox or --outbox-dir)
   dbt-oml lineage MODEL [COLUMN] [--json]         a model's column lineage from existing
                                                    artifacts, upstream to sources
 
@@ -290,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _setup_logging(settings.oml_log_level)
     os.environ.setdefault("DO_NOT_TRACK", "1")  # no usage-stats posts from inside a pod
     command = rest[0] if rest else ""
-    if command in {"emit", "send-events", "replay", "lineage"}:
+    if command in {"emit", "send-events", "replay", "flush", "lineage"}:
         return _own_command(command, settings, rest[1:], cwd)
     from dbt_oml import pipeline
     from dbt_oml.run_state import Report

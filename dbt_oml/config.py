@@ -168,6 +168,17 @@ COMPAT_ENV: Mapping[str, str] = {
     "OPENLINEAGE_DBT_JOB_NAME": "parent_job_name",
 }
 _OL_ENV_MARKERS = ("OPENLINEAGE_URL", "OPENLINEAGE_CONFIG", "OPENLINEAGE_DISABLED")
+#: The seed script's variables, accepted so its users can switch: OM_* -> openmetadata transport.
+OM_ENV: Mapping[str, str] = {
+    "OM_HOST": "url",
+    "OM_JWT_TOKEN": "jwt_token",
+    "OM_JWT_TOKEN_FILE": "jwt_token_file",
+    "OM_USER": "user",
+    "OM_PASSWORD": "password",
+    "OM_CLIENT_ID": "client_id",
+    "OM_CLIENT_SECRET": "client_secret",
+    "OM_OAUTH_TOKEN_URL": "oauth_token_url",
+}
 
 
 def env_name(key: str) -> str:
@@ -257,8 +268,9 @@ def load_settings(
         if key not in KEYS:
             raise ConfigError(key=key, source="command line", reason="unknown setting")
         values[key] = KEYS[key](value, key, "--" + key.replace("_", "-"))
-    return Settings(
-        **values,
-        openlineage_configured=_openlineage_configured(environ, cwd, home),
-        config_file=config_path,
-    )
+    configured = _openlineage_configured(environ, cwd, home)
+    if "transport" not in values and not configured and environ.get("OM_HOST"):
+        values["transport"] = {"type": "openmetadata"} | {
+            key: environ[var] for var, key in OM_ENV.items() if environ.get(var)
+        }
+    return Settings(**values, openlineage_configured=configured, config_file=config_path)

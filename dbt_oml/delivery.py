@@ -167,11 +167,20 @@ class Delivery:
         self.report.outbox = self._outbox
 
     def close(self, timeout: float = 10.0) -> DeliveryReport:
+        """Close the emitter; a batching transport delivers (or keeps) its buffer here."""
         if self._emitter is not None:
             try:
                 self._emitter.close(timeout)
             except Exception as e:  # noqa: BLE001 - closing a broken transport is best effort
                 self.report.errors.append(redact(f"close: {type(e).__name__}: {e}"))
+            transport = getattr(self._emitter, "transport", None)
+            undelivered = getattr(transport, "undelivered", 0)
+            if isinstance(undelivered, int) and undelivered:
+                self.report.failed += undelivered
+                self.report.delivered = max(0, self.report.delivered - undelivered)
+                self.report.outbox = getattr(transport, "outbox", None) or self.report.outbox
+            for problem in getattr(transport, "problems", None) or []:
+                self.report.errors.append(redact(str(problem)))
         return self.report
 
 

@@ -21,6 +21,12 @@ _READERS = re.compile(
     r"|parquet_scan|delta_scan|iceberg_scan|sniff_csv)$",
     re.IGNORECASE,
 )
+#: Cheap text test before parsing: a reader function, or a quoted path-like string.
+_MAYBE_FILE = re.compile(
+    r"read_\w+\s*\(|\w+_scan\s*\("
+    r"|['\"][^'\"]*(://|/|\.(parquet|csv|tsv|json|jsonl|ndjson|txt|xlsx|gz|zst))[^'\"]*['\"]",
+    re.IGNORECASE,
+)
 _FILE_SUFFIX = re.compile(r"\.(parquet|csv|tsv|json|jsonl|ndjson|txt|xlsx|gz|zst)$", re.IGNORECASE)
 
 
@@ -78,6 +84,8 @@ def file_paths(sql: str, *, dialect: str = "duckdb") -> list[str]:
     >>> file_paths("select * from read_parquet('a.parquet') join 's3://b/k.csv' using (id)")
     ['a.parquet', 's3://b/k.csv']
     """
+    if not _MAYBE_FILE.search(sql):
+        return []  # most models read no files: skip the parse
     try:
         statements = sqlglot.parse(sql, read=dialect)
     except SqlglotError:

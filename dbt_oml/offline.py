@@ -99,27 +99,28 @@ def emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
 
 
 def replay(settings: Settings, files: Sequence[Path], *, target_path: Path) -> Report:
-    """`dbt-oml replay FILE...`: send events kept in outbox files; a file is removed once sent."""
+    """`dbt-oml replay FILE...` / `dbt-oml flush`: send kept events again.
+
+    The files are set aside while their events are sent; whatever is still not accepted is kept
+    again in the outbox (by dbt-oml, or by a batching transport such as OpenMetadata's), so only
+    what was delivered leaves it.
+    """
     report = Report()
     emitter, report.destination = make_emitter(settings, target_path)
-    for path in files:
-        events = read_outbox(path)
-        retry = path.with_suffix(".retry.jsonl")
-        delivery = Delivery(emitter, outbox=retry, target=report.destination)
-        delivery.send_all(events)
-        report.events_built += len(events)
-        report.delivery.delivered += delivery.report.delivered
-        report.delivery.failed += delivery.report.failed
-        report.delivery.errors += delivery.report.errors
-        report.delivery.collected += delivery.report.collected
-        if emitter is not None:
-            if delivery.report.failed:
-                retry.replace(path)  # keep exactly what is still undelivered
-                report.delivery.outbox = path
-            else:
-                path.unlink()
+    events = [event for path in files for event in read_outbox(path)]
+    report.events_built = len(events)
+    staged = []
     if emitter is not None:
-        emitter.close(10.0)
+        for path in files:
+            staged.append(path.replace(path.with_name(path.name + ".replaying")))
+    first = files[0] if files else target_path / STATE_DIR / "outbox" / "replay.jsonl"
+    delivery = Delivery(
+        emitter, outbox=first.with_name(f"{first.stem}.retry.jsonl"), target=report.destination
+    )
+    delivery.send_all(events)
+    report.delivery = delivery.close()
+    for path in staged:
+        path.unlink()
     return report
 
 

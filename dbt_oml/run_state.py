@@ -76,8 +76,17 @@ def make_emitter(settings: Settings, target_path: Path) -> tuple[Emitter | None,
         events_file.parent.mkdir(parents=True, exist_ok=True)
         config = {"transport": {"type": "file", "log_file_path": str(events_file), "append": True}}
         where = str(events_file)
+    from dbt_oml.transports import build_transport_factory
+
+    factory = build_transport_factory()
     try:
-        client = OpenLineageClient(config=config) if config else OpenLineageClient()
+        client = (
+            OpenLineageClient(config=config, factory=factory)
+            if config
+            else OpenLineageClient(factory=factory)
+        )
+    except ConfigError:
+        raise
     except (ValueError, TypeError, KeyError, ImportError, AttributeError) as e:
         raise ConfigError(
             key="transport",
@@ -87,6 +96,10 @@ def make_emitter(settings: Settings, target_path: Path) -> tuple[Emitter | None,
         ) from e
     if settings.openlineage_configured and settings.transport is None:
         where = f"{client.transport.kind} transport (openlineage config)"
+    transport_config = getattr(client.transport, "config", None)
+    if getattr(transport_config, "outbox_dir", None) == "dbt-oml-outbox":
+        # the OpenMetadata transport's default: keep its outbox with dbt-oml's other state
+        transport_config.outbox_dir = str(target_path / STATE_DIR / "outbox")  # type: ignore[union-attr]
     return client, where
 
 

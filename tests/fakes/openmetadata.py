@@ -17,10 +17,12 @@ import threading
 import uuid
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "shared" / "om-schemas"
 DATA_TYPES = frozenset(
@@ -740,3 +742,24 @@ _REASONS = {
     503: "Service Unavailable",
     504: "Gateway Timeout",
 }
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Keep test output clean."""
+
+
+@contextmanager
+def serve(app: FakeOpenMetadata) -> Iterator[str]:
+    """Serve the stand-in on 127.0.0.1 (a free port) in a thread; yields its base URL."""
+    server = make_server("127.0.0.1", 0, app, handler_class=_QuietHandler)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

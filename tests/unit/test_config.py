@@ -150,3 +150,16 @@ def test_split_args_keeps_dbt_arguments_untouched() -> None:
         "namespaces": ("crm=mysql://c:1",),
         "parent_job_name": "nightly",
     }
+
+
+def test_the_seed_scripts_om_variables_select_the_openmetadata_transport(tmp_path: Path) -> None:
+    env = {"OM_HOST": "https://om:8585", "OM_JWT_TOKEN_FILE": "/var/run/secrets/om/token"}
+    transport = _load(tmp_path, env=env).transport
+    assert transport == {
+        "type": "openmetadata",
+        "url": "https://om:8585",
+        "jwt_token_file": "/var/run/secrets/om/token",
+    }
+    assert "OM_HOST" not in repr(_load(tmp_path, env=env))
+    # an explicit OpenLineage configuration wins over OM_*
+    assert _load(tmp_path, env={**env, "OPENLINEAGE_URL": "http://marquez:5000"}).transport is None

@@ -1,0 +1,160 @@
+"""`dbt-oml build` with the OpenMetadata transport, against the loopback OM stand-in."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import CliRun, copy_project, run_cli
+from tests.fakes.openmetadata import FakeOpenMetadata, Principal, serve
+
+pytestmark = pytest.mark.integration
+SOURCE_NS = "mssql://source-sql:1433"
+
+
+def _seed_source_server(om: FakeOpenMetadata) -> None:
+    """The CRM as OM's own SQL Server connector ingested it (a service dbt-oml does not own)."""
+    om.seed("databaseService", {"name": "source_sql", "serviceType": "Mssql"})
+    om.seed("database", {"name": "crm", "service": "source_sql"})
+    om.seed("databaseSchema", {"name": "sales", "database": "source_sql.crm"})
+    om.seed(
+        "table",
+        {
+            "name": "Customers",
+            "databaseSchema": "source_sql.crm.sales",
+            "description": "Ingested.",
+            "columns": [
+                {
+                    "name": n,
+                    "dataType": "INT" if n == "CustomerId" else "VARCHAR",
+                    "dataLength": 100,
+                    "description": f"ingested {n}",
+                }
+                for n in (
+                    "CustomerId",
+                    "FirstName",
+                    "LastName",
+                    "Email",
+                    "CountryCode",
+                    "SignupDate",
+                )
+            ],
+        },
+    )
+    om.settings["namespaceToServiceMapping"] = {SOURCE_NS: "source_sql"}
+
+
+@pytest.fixture(scope="module")
+def om_runs(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[FakeOpenMetadata, CliRun, CliRun, int]]:
+    om = FakeOpenMetadata()
+    om.add_token("bot-jwt", Principal("ingestion-bot"))
+    _seed_source_server(om)
+    proj = copy_project(tmp_path_factory.mktemp("om") / "project")
+    (proj / "token").write_text("bot-jwt\n")
+    with serve(om) as url:
+        env = {
+            "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata",
+            "OPENLINEAGE__TRANSPORT__URL": url,
+            "OPENLINEAGE__TRANSPORT__JWT_TOKEN_FILE": str(proj / "token"),
+        }
+        args = [
+            "build",
+            "--profiles-dir",
+            ".",
+            "--namespace",
+            f"crm={SOURCE_NS}",
+            "--duckdb-namespace",
+            "duckdb://pod/{alias}",
+        ]
+        first = run_cli(args, cwd=proj, env=env)
+        before = len(om.requests)
+        second = run_cli(args, cwd=proj, env=env)
+        yield om, first, second, len(om.requests) - before
+
+
+def test_both_runs_succeed_and_deliver(om_runs) -> None:
+    _, first, second, _ = om_runs
+    for run in (first, second):
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert "NOT delivered" not in run.stderr, run.stderr[-3000:]
+
+
+def test_owned_entities_are_created_with_put(om_runs) -> None:
+    om = om_runs[0]
+    for service in ("duckdb_pod_warehouse", "duckdb_pod_dw"):
+        assert om.entity("databaseService", service)["serviceType"] == "CustomDatabase"
+    table = om.entity("table", "duckdb_pod_warehouse.warehouse.staging.stg_customers")
+    assert [c["name"] for c in table["columns"]][:2] == ["customer_id", "first_name"]
+    assert om.entity("table", "duckdb_pod_dw.dw.marts.RevenueByCountry") is not None
+    owned = [
+        r
+        for r in om.requests
+        if r.path == "/api/v1/tables"
+        and r.method in ("PUT", "POST")
+        and r.body["databaseSchema"].startswith("duckdb_pod")
+    ]
+    assert owned
+    assert {r.method for r in owned} == {"PUT"}
+
+
+def test_foreign_entities_are_never_overwritten(om_runs) -> None:
+    om = om_runs[0]
+    customers = om.entity("table", "source_sql.crm.sales.Customers")
+    assert customers["description"] == "Ingested."
+    assert customers["columns"][0]["description"] == "ingested CustomerId"
+    assert customers["updatedBy"] == "ingestion"
+    assert om.entity("databaseService", "source_sql")["serviceType"] == "Mssql"
+    # the source's other tables did not exist: created under the foreign service with POST only
+    assert om.entity("table", "source_sql.crm.sales.order_lines_v2") is not None
+    puts = [
+        r
+        for r in om.requests
+        if r.method == "PUT" and (r.body or {}).get("databaseSchema", "").startswith("source_sql")
+    ]
+    assert puts == []
+
+
+def _edge(om: FakeOpenMetadata, src: str, dst: str) -> dict:
+    a, b = om.entity("table", src), om.entity("table", dst)
+    return om.edges[(a["id"], b["id"])]
+
+
+def test_the_chain_from_source_to_mart_resolves_with_column_lineage(om_runs) -> None:
+    om = om_runs[0]
+    chain = [
+        "source_sql.crm.sales.Customers",
+        "duckdb_pod_warehouse.warehouse.staging.stg_customers",
+        "duckdb_pod_warehouse.warehouse.core.core_customers",
+        "duckdb_pod_dw.dw.marts.dim_customers",
+    ]
+    for src, dst in itertools.pairwise(chain):
+        edge = _edge(om, src, dst)
+        assert edge["columnsLineage"], (src, dst)
+        assert edge["pipeline"] is not None
+    first_hop = {
+        c["toColumn"].rsplit(".", 1)[1]: c["fromColumns"]
+        for c in _edge(om, *chain[:2])["columnsLineage"]
+    }
+    assert first_hop["customer_id"] == ["source_sql.crm.sales.Customers.CustomerId"]
+    key = {
+        c["toColumn"].rsplit(".", 1)[1]: c for c in _edge(om, chain[1], chain[2])["columnsLineage"]
+    }["customer_key"]
+    assert key["function"].upper().startswith("MD5(")
+
+
+def test_second_run_is_cheap_and_changes_nothing(om_runs) -> None:
+    om, _, _second, requests = om_runs
+    second_writes = [
+        r
+        for r in om.requests[-requests:]
+        if r.method in ("PUT", "POST") and "openlineage" not in r.path
+    ]
+    assert second_writes == []
+    batches = [r for r in om.requests[-requests:] if r.path.endswith("/lineage/batch")]
+    assert len(batches) >= 1
+    assert requests <= 40 + len(batches), requests  # listing per parent, not per entity
+    print(f"second run: {requests} requests, {len(batches)} batch(es)")  # noqa: T201

@@ -1,0 +1,225 @@
+"""The OpenMetadata transport in-process against the OM stand-in (no sockets, no sleeps)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from dbt_oml.errors import ConfigError
+from dbt_oml.transports import build_transport_factory
+from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport, om_event
+from tests.fakes.openmetadata import FakeOpenMetadata, Principal
+
+BASE = "http://om.test"
+NS = "duckdb://pod"
+
+
+class FakeTime:
+    """A clock that moves only when the transport sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def _event(
+    event_type: str = "COMPLETE", *, time: str = "2026-11-30T03:55:00.123Z", source_ns: str = NS
+) -> dict[str, Any]:
+    columns = [{"name": "id", "type": "INTEGER"}, {"name": "email", "type": "VARCHAR"}]
+    lineage = {
+        "fields": {
+            "id": {
+                "inputFields": [
+                    {"namespace": source_ns, "name": "crm.sales.customers", "field": "id"}
+                ],
+                "transformationDescription": "id",
+            }
+        }
+    }
+    return {
+        "eventTime": time,
+        "eventType": event_type,
+        "producer": "https://example.com/producer",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+        "run": {"runId": "01a22a97-c811-7ab0-b0d7-94051423011d"},
+        "job": {"namespace": "dbt", "name": "dbt-run-shop"},
+        "inputs": [
+            {
+                "namespace": source_ns,
+                "name": "crm.sales.customers",
+                "facets": {"schema": {"fields": columns}},
+            }
+        ],
+        "outputs": [
+            {
+                "namespace": NS,
+                "name": "warehouse.staging.stg_customers",
+                "facets": {"schema": {"fields": columns}, "columnLineage": lineage},
+            }
+        ],
+    }
+
+
+@pytest.fixture
+def om() -> FakeOpenMetadata:
+    fake = FakeOpenMetadata()
+    fake.add_token("bot-jwt", Principal("ingestion-bot"))
+    return fake
+
+
+def transport(
+    om: FakeOpenMetadata, tmp_path: Path, time: FakeTime | None = None, **config: Any
+) -> OpenMetadataTransport:
+    cfg = OpenMetadataConfig.from_dict(
+        {"url": BASE, "jwt_token": "bot-jwt", "outbox_dir": str(tmp_path / "outbox"), **config}
+    )
+    time = time or FakeTime()
+    return OpenMetadataTransport(
+        cfg,
+        http=httpx2.Client(transport=httpx2.WSGITransport(app=om)),
+        sleep=time.sleep,
+        clock=time.clock,
+    )
+
+
+def test_bootstrap_then_batch_draws_the_edge(om: FakeOpenMetadata, tmp_path: Path) -> None:
+    t = transport(om, tmp_path)
+    t.emit(_event("START"))
+    t.emit(_event())
+    assert t.close() is True
+    assert om.entity("databaseService", "duckdb_pod")["serviceType"] == "CustomDatabase"
+    src = om.entity("table", "duckdb_pod.crm.sales.customers")
+    dst = om.entity("table", "duckdb_pod.warehouse.staging.stg_customers")
+    edge = om.edges[(src["id"], dst["id"])]
+    assert edge["columnsLineage"] == [
+        {
+            "fromColumns": ["duckdb_pod.crm.sales.customers.id"],
+            "toColumn": "duckdb_pod.warehouse.staging.stg_customers.id",
+            "function": "id",
+        }
+    ]
+    assert edge["pipeline"] is not None
+    (batch,) = [r for r in om.requests if r.path.endswith("/lineage/batch")]
+    assert [e["eventType"] for e in batch.body["events"]] == [
+        "COMPLETE"
+    ]  # OM's filter keeps COMPLETE
+
+
+def test_offsets_and_microseconds_are_normalised(om: FakeOpenMetadata, tmp_path: Path) -> None:
+    t = transport(om, tmp_path)
+    t.emit(_event(time="2026-11-30T04:55:00.123456+01:00"))
+    assert t.close() is True
+    (batch,) = [r for r in om.requests if r.path.endswith("/lineage/batch")]
+    assert batch.body["events"][0]["eventTime"] == "2026-11-30T03:55:00.123Z"
+    assert om_event(_event(), copy_column_lineage=True)["outputs"][0]["outputFacets"][
+        "columnLineage"
+    ]
+
+
+def test_transient_errors_are_retried_within_the_budget(
+    om: FakeOpenMetadata, tmp_path: Path
+) -> None:
+    om.fail_next([503, 503])
+    time = FakeTime()
+    t = transport(om, tmp_path, time)
+    t.emit(_event())
+    assert t.close() is True
+    assert time.slept == [0.5, 1.0]
+    assert t.undelivered == 0
+
+
+def test_om_down_for_the_whole_run_keeps_everything(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cfg = OpenMetadataConfig.from_dict(
+        {
+            "url": f"http://127.0.0.1:{port}",
+            "jwt_token": "x",
+            "retry_budget": 10,
+            "outbox_dir": str(tmp_path / "outbox"),
+        }
+    )
+    time = FakeTime()
+    t = OpenMetadataTransport(cfg, sleep=time.sleep, clock=time.clock)
+    t.emit(_event())
+    t.emit(_event("START"))
+    assert t.close() is False
+    assert t.undelivered == 2
+    assert sum(time.slept) <= 10
+    kept = [
+        json.loads(line)
+        for line in (tmp_path / "outbox" / "openmetadata.jsonl").read_text().splitlines()
+    ]
+    assert [e["eventType"] for e in kept] == ["COMPLETE", "START"]
+
+
+def test_all_skipped_batch_is_a_failure(om: FakeOpenMetadata, tmp_path: Path) -> None:
+    t = transport(om, tmp_path, bootstrap=False)  # nothing exists in OM: every event is skipped
+    t.emit(_event())
+    assert t.close() is False
+    assert any("every event was skipped" in p for p in t.problems)
+
+
+def test_missing_foreign_service_is_one_line(om: FakeOpenMetadata, tmp_path: Path) -> None:
+    om.seed("databaseService", {"name": "Other", "serviceType": "Mssql"})
+    t = transport(om, tmp_path, services={"mssql://src:1433": "source_sql"})
+    for _ in range(3):
+        t.emit(_event(source_ns="mssql://src:1433"))
+    t.close()
+    lines = [p for p in t.problems if "source_sql" in p]
+    assert len(set(lines)) == 1
+    assert "OM has: Other" in lines[0]
+    assert not [r for r in om.requests if r.status == 404]
+
+
+def test_case_mismatched_service_is_corrected(om: FakeOpenMetadata, tmp_path: Path) -> None:
+    om.seed("databaseService", {"name": "MSSQL", "serviceType": "Mssql"})
+    t = transport(om, tmp_path, services={"mssql://src:1433": "mssql"})
+    t.emit(_event(source_ns="mssql://src:1433"))
+    assert t.close() is True
+    assert om.entity("table", "MSSQL.crm.sales.customers") is not None
+    assert any("spelled 'MSSQL'" in p for p in t.problems)
+
+
+def test_rerun_is_cheap(om: FakeOpenMetadata, tmp_path: Path) -> None:
+    first = transport(om, tmp_path)
+    first.emit(_event())
+    first.close()
+    before = len(om.requests)
+    second = transport(om, tmp_path)
+    second.emit(_event())
+    assert second.close() is True
+    new = om.requests[before:]
+    assert [r for r in new if r.method in ("PUT", "POST") and "openlineage" not in r.path] == []
+    assert len(new) <= 10
+
+
+def test_config_rejects_unknown_keys_and_warns_when_tls_is_off(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        OpenMetadataConfig.from_dict({"url": BASE, "jwt": "x"})
+    assert "jwt_token" in err.value.hint
+    OpenMetadataConfig.from_dict({"url": "https://om", "verify": "false"})
+    assert "TLS verification" in caplog.text
+    assert "secret" not in repr(OpenMetadataConfig.from_dict({"url": BASE, "jwt_token": "secret"}))
+
+
+def test_the_factory_knows_openmetadata() -> None:
+    created = build_transport_factory().create(
+        {"type": "openmetadata", "url": BASE, "jwt_token": "t"}
+    )
+    assert isinstance(created, OpenMetadataTransport)
