@@ -156,11 +156,27 @@ def _progress_bar() -> Any:
     return draw
 
 
-def _summary(report: Any, *, dry_run: bool) -> None:
+def _print_plan(settings: Any, events: list[dict[str, Any]]) -> None:
+    from dbt_oml.errors import DeliveryError
+    from dbt_oml.run_state import bootstrap_plan
+
+    try:
+        plan = bootstrap_plan(settings, events)
+    except (DeliveryError, ConfigError) as e:
+        click.echo(f"dbt-oml: no bootstrap plan: {e}", err=True)
+        return
+    if plan is not None:
+        click.echo("dbt-oml: OpenMetadata bootstrap plan (nothing written):", err=True)
+        for line in plan or ["nothing to create"]:
+            click.echo(f"  {line}", err=True)
+
+
+def _summary(report: Any, *, dry_run: bool, settings: Any = None) -> None:
     delivery = report.delivery
     if dry_run:
         click.echo(json.dumps({"events": delivery.collected}, indent=1, sort_keys=True))
         click.echo(f"dbt-oml: {report.events_built} events built (dry run, nothing sent)", err=True)
+        _print_plan(settings, delivery.collected)
     else:
         line = (
             f"dbt-oml: {report.events_built} events, {delivery.delivered} delivered to "
@@ -318,7 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return ExitCode.BUG
         return report.dbt_return_code
     if report.dbt_return_code is not None and (report.events_built or settings.dry_run):
-        _summary(report, dry_run=settings.dry_run)
+        _summary(report, dry_run=settings.dry_run, settings=settings)
     elif report.dbt_return_code == ExitCode.DBT_ERROR and report.dbt_error:
         click.echo(f"dbt: {report.dbt_error}", err=True)  # in-process dbt does not print these
     for problem in report.problems:
@@ -358,7 +374,7 @@ def _own_command(command: str, settings: Any, rest: list[str], cwd: Path) -> int
         traceback.print_exc()
         click.echo(f"dbt-oml {command}: internal error (a bug; please report it)", err=True)
         return ExitCode.BUG
-    _summary(report, dry_run=settings.dry_run)
+    _summary(report, dry_run=settings.dry_run, settings=settings)
     for problem in report.problems:
         logger.warning("%s", problem)
     failed = report.delivery.failed or (report.refused and not settings.dry_run)

@@ -121,6 +121,10 @@ class Delivery:
     def dry_run(self) -> bool:
         return self._emitter is None
 
+    @property
+    def emitter(self) -> Emitter | None:
+        return self._emitter
+
     def send(self, event: RunEvent) -> None:
         with self._lock:
             if self._emitter is None:

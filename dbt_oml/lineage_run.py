@@ -16,7 +16,7 @@ from dbt_oml.artifacts import (
 )
 from dbt_oml.config import Settings
 from dbt_oml.lineage import ModelLineage
-from dbt_oml.lineage_batch import ANALYSED_TYPES, analyse_models
+from dbt_oml.lineage_batch import ANALYSED_TYPES, ColumnLookup, analyse_models
 from dbt_oml.lineage_cache import DiskCache
 from dbt_oml.run_state import STATE_DIR, Progress, Report
 
@@ -49,6 +49,7 @@ def column_lineage_for(
     default_catalog: str | None,
     report: Report,
     progress: Progress | None = None,
+    extra: ColumnLookup | None = None,
 ) -> dict[str, ModelLineage]:
     """Column lineage of the models that completed, recording the opaque ones in the report."""
     if not settings.column_lineage or artifacts.run_results is None:
@@ -72,6 +73,7 @@ def column_lineage_for(
         cache=DiskCache(target_path / STATE_DIR / "lineage-cache"),
         workers=min(os.cpu_count() or 1, 8),
         progress=progress,
+        extra=extra,
     )
     models = {uid: lin for uid, lin in result.models.items() if uid in wanted}
     report.opaque.update({uid: why for uid, why in result.opaque.items() if uid in wanted})

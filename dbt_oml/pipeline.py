@@ -18,7 +18,9 @@ from openlineage.client.event_v2 import RunEvent, RunState
 from dbt_oml.artifacts import (
     KEPT_MANIFEST,
     KEPT_RUN_RESULTS,
+    Column,
     Manifest,
+    Node,
     RunArtifacts,
     read_artifacts,
     read_manifest,
@@ -37,6 +39,7 @@ from dbt_oml.events import (
     EventBuilder,
     build_events,
 )
+from dbt_oml.lineage_batch import ColumnLookup
 from dbt_oml.lineage_run import column_lineage_for
 from dbt_oml.run_state import (
     Progress,
@@ -145,6 +148,20 @@ def _keep_build_artifacts(ctx: DbtContext) -> bool:
     return True
 
 
+def catalog_lookup(emitter: object, builder: EventBuilder) -> ColumnLookup | None:
+    """Columns the configured transport's catalog holds (OpenMetadata: ingested tables)."""
+    columns_for = getattr(getattr(emitter, "transport", None), "columns_for", None)
+    if not callable(columns_for):
+        return None
+
+    def lookup(node: Node) -> tuple[Column, ...] | None:
+        ref = builder.dataset(node)
+        found = columns_for(ref.namespace, ref.name)
+        return tuple(Column(name=n, type=t) for n, t in found) if found else None
+
+    return lookup
+
+
 def build(
     settings: Settings,
     dbt_args: Sequence[str],
@@ -194,6 +211,7 @@ def build(
                 default_catalog=ctx.catalogs[0].alias if ctx.catalogs else None,
                 report=report,
                 progress=progress,
+                extra=catalog_lookup(delivery.emitter, builder),
             )
             events = build_events(
                 artifacts,

@@ -169,3 +169,20 @@ def read_node_starts(target: Path, invocation_id: str | None) -> dict[str, datet
         return {}
     starts = {k: parse_time(v) for k, v in (doc.get("node_starts") or {}).items()}
     return {k: v for k, v in starts.items() if v is not None}
+
+
+def bootstrap_plan(settings: Settings, events: list[dict[str, Any]]) -> list[str] | None:
+    """For --dry-run with the OpenMetadata transport: what bootstrap would create (reads OM)."""
+    transport = settings.transport
+    if not transport or transport.get("type") not in {"openmetadata", _OM_PATH}:
+        return None
+    from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
+
+    om = OpenMetadataTransport(OpenMetadataConfig.from_dict(dict(transport)))
+    try:
+        return om.plan(events)
+    finally:
+        om.http.close()
+
+
+_OM_PATH = "dbt_oml.transports.openmetadata.OpenMetadataTransport"

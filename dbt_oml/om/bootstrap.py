@@ -142,9 +142,13 @@ class Bootstrap:
         report = BootstrapReport()
         tables: dict[TableRef, dict[str, Any]] = {}
         pipelines: set[str] = set()
+        folders: set[tuple[str, tuple[str, ...]]] = set()
         for event in events:
             pipelines.add(pipeline_name(event))
             for dataset in [*(event.get("inputs") or []), *(event.get("outputs") or [])]:
+                folder = _folder(dataset)
+                if folder is not None:
+                    folders.add(folder)
                 ref = _table_ref(dataset)
                 if ref is not None:
                     # the richest facet wins (an output's schema over an input's echo)
@@ -156,8 +160,56 @@ class Bootstrap:
                 self._ensure_table(ref, dataset, report)
             except ConfigError as e:
                 report.problems.append(str(e))
+        for namespace, path in sorted(folders):
+            try:
+                self._ensure_containers(namespace, path, report)
+            except ConfigError as e:
+                report.problems.append(str(e))
         self._ensure_pipelines(sorted(pipelines), report)
         return report
+
+    def _ensure_containers(
+        self, namespace: str, path: tuple[str, ...], report: BootstrapReport
+    ) -> None:
+        """A storage service and one container per folder; containers OM has (by fullPath) are
+        reused, new ones are created with POST and never overwritten."""
+        name = self.mapping.own_mapping.get(namespace) or service_name_for(namespace)
+        key = ("storageServices", "")
+        if key not in self._children:
+            self._children[key] = {
+                s["name"]: s for s in self.client.list_all("services/storageServices")
+            }
+        services = self._children[key]
+        if name not in services:
+            scheme = namespace.split("://", 1)[0].lower()
+            kind = {
+                "s3": "S3",
+                "s3a": "S3",
+                "gs": "GCS",
+                "abfss": "ADLS",
+                "abfs": "ADLS",
+                "wasbs": "ADLS",
+                "adl": "ADLS",
+            }.get(scheme, "CustomStorage")
+            service = {"name": check_name(name, kind="storage service"), "serviceType": kind}
+            services[name] = self._write("PUT", "services/storageServices", service, name, report)
+        containers = self._list("containers", "service", name)
+        by_path = {c.get("fullPath"): c for c in containers.values()}
+        parent: dict[str, Any] | None = None
+        for depth in range(1, len(path) + 1):
+            full_path = namespace.rstrip("/") + "/" + "/".join(path[:depth])
+            found = by_path.get(full_path)
+            if found is None:
+                body: dict[str, Any] = {
+                    "name": check_name(path[depth - 1], kind="container"),
+                    "service": name,
+                    "fullPath": full_path,
+                }
+                if parent is not None and parent.get("id"):
+                    body["parent"] = {"id": parent["id"], "type": "container"}
+                found = self._write("POST", "containers", body, full_path, report)
+                by_path[full_path] = found
+            parent = found
 
     def _service(self, ref: TableRef, report: BootstrapReport) -> tuple[str, bool] | None:
         name, owned = self.mapping.service(ref.namespace)
@@ -283,6 +335,17 @@ def _table_ref(dataset: Mapping[str, Any]) -> TableRef | None:
     if len(parts) < 3:
         return None
     return TableRef(namespace, parts[-3], parts[-2], parts[-1])
+
+
+def _folder(dataset: Mapping[str, Any]) -> tuple[str, tuple[str, ...]] | None:
+    """(namespace, folder path) of an object-storage dataset: its name without the file part."""
+    namespace, name = str(dataset.get("namespace", "")), str(dataset.get("name", ""))
+    if not namespace.lower().startswith(STORAGE_PREFIXES):
+        return None
+    parts = [p for p in name.strip("/").split("/") if p]
+    if parts and ("." in parts[-1] or any(c in parts[-1] for c in "*?[")):
+        parts = parts[:-1]  # a file or a glob: its folder is the container
+    return (namespace, tuple(parts)) if parts else None
 
 
 def _columns(dataset: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -33,6 +33,7 @@ from dbt_oml.om.client import (
     TokenFile,
     TokenProvider,
 )
+from dbt_oml.om.names import fqn
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -179,10 +180,52 @@ class OpenMetadataTransport(Transport):
         except DeliveryError as e:
             self._keep(events, str(e))
 
+    # -- beyond delivery: the plan for --dry-run, columns for `*` expansion --------------------
+
+    def plan(self, events: list[dict[str, Any]]) -> list[str]:
+        """What bootstrap would create for these events, with which method (writes nothing)."""
+        settings = self._om_settings()
+        bootstrap = self._bootstrapper(settings)
+        bootstrap.dry_run = True
+        try:
+            report = bootstrap.ensure(events)
+        finally:
+            bootstrap.dry_run = False
+        return report.plan + [f"problem: {p}" for p in report.problems]
+
+    def columns_for(self, namespace: str, name: str) -> tuple[tuple[str, str | None], ...] | None:
+        """The columns OpenMetadata holds for a table dbt cannot introspect (None if unknown)."""
+        parts = name.split(".")
+        if len(parts) < 3:
+            return None
+        try:
+            service, _ = self._bootstrapper(self._om_settings()).mapping.service(namespace)
+            if service is None:
+                return None
+            table = self._retry(
+                lambda: self.client.get_by_name(
+                    "tables", fqn(service, *parts[-3:]), fields="columns"
+                )
+            )
+        except DeliveryError as e:
+            logger.debug("no OpenMetadata columns for %s/%s: %s", namespace, name, e)
+            return None
+        if table is None:
+            return None
+        return tuple(
+            (str(c["name"]), c.get("dataTypeDisplay") or c.get("dataType"))
+            for c in table.get("columns") or []
+        )
+
+    def _om_settings(self) -> dict[str, Any]:
+        if self._settings is None:
+            self._settings = self._retry(self.client.openlineage_settings)
+        return self._settings
+
     # -- delivery ---------------------------------------------------------------------------
 
     def _deliver(self, events: list[dict[str, Any]]) -> None:
-        settings = self._retry(self.client.openlineage_settings)
+        settings = self._om_settings()
         if self.config.bootstrap:
             bootstrap = self._bootstrapper(settings)
             report = self._retry(lambda: bootstrap.ensure(events))
@@ -248,6 +291,9 @@ class OpenMetadataTransport(Transport):
         with self.outbox.open("a", encoding="utf-8") as out:
             for event in events:
                 out.write(json.dumps(event, sort_keys=True) + "\n")
+        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with (folder / "openmetadata.reasons.log").open("a", encoding="utf-8") as log:
+            log.write(f"{stamp} {len(events)} event(s): {reason}\n")
         self.undelivered += len(events)
         self.problems.append(f"{len(events)} event(s) kept in {self.outbox}: {reason}")
         logger.error(

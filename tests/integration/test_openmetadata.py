@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -158,3 +160,82 @@ def test_second_run_is_cheap_and_changes_nothing(om_runs) -> None:
     assert len(batches) >= 1
     assert requests <= 40 + len(batches), requests  # listing per parent, not per entity
     print(f"second run: {requests} requests, {len(batches)} batch(es)")  # noqa: T201
+
+
+def _om_env(url: str, token_file: Path, **extra: str) -> dict[str, str]:
+    env = {
+        "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata",
+        "OPENLINEAGE__TRANSPORT__URL": url,
+        "OPENLINEAGE__TRANSPORT__JWT_TOKEN_FILE": str(token_file),
+    }
+    env.update({f"OPENLINEAGE__TRANSPORT__{k.upper()}": v for k, v in extra.items()})
+    return env
+
+
+def test_om_down_for_the_whole_run_then_flush(tmp_path: Path) -> None:
+    proj = copy_project(tmp_path / "project")
+    (proj / "token").write_text("bot-jwt\n")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    args = ["build", "--profiles-dir", ".", "-s", "stg_orders"]
+    down = run_cli(args, cwd=proj, env=_om_env(dead, proj / "token", retry_budget="1"))
+    assert down.returncode == 0, down.stderr[-3000:]  # dbt's code: lineage never changes it
+    outbox = proj / "target" / "dbt_oml" / "outbox" / "openmetadata.jsonl"
+    kept = outbox.read_text().splitlines()
+    assert len(kept) == 6  # every event of the run
+    assert "NOT delivered" in down.stderr
+    om = FakeOpenMetadata()
+    om.add_token("bot-jwt", Principal("ingestion-bot"))
+    with serve(om) as url:
+        flushed = run_cli(["flush"], cwd=proj, env=_om_env(url, proj / "token"))
+    assert flushed.returncode == 0, flushed.stderr[-3000:]
+    assert list((proj / "target" / "dbt_oml" / "outbox").glob("*.jsonl*")) == []
+    src = om.entity("table", "duckdb_crm.crm.sales.order_lines_v2")
+    dst = om.entity("table", "duckdb_warehouse.warehouse.staging.stg_orders")
+    assert om.edges[(src["id"], dst["id"])]["columnsLineage"]
+
+
+def test_guard_keeps_oms_column_lineage(tmp_path: Path) -> None:
+    om = FakeOpenMetadata()
+    om.add_token("bot-jwt", Principal("ingestion-bot"))
+    token = tmp_path / "token"
+    token.write_text("bot-jwt\n")
+    args = [
+        "run",
+        "--profiles-dir",
+        ".",
+        "-s",
+        "stg_orders",
+        "--duckdb-namespace",
+        "duckdb://pod/{alias}",
+    ]
+    with serve(om) as url:
+        good = run_cli(args, cwd=copy_project(tmp_path / "a"), env=_om_env(url, token))
+        assert good.returncode == 0, good.stderr[-3000:]
+        src = om.entity("table", "duckdb_pod_crm.crm.sales.order_lines_v2")
+        dst = om.entity("table", "duckdb_pod_warehouse.warehouse.staging.stg_orders")
+        before = om.edges[(src["id"], dst["id"])]
+        assert before["columnsLineage"]
+        # a degraded run: no catalog in a fresh pod, so no model gets column lineage
+        degraded = run_cli(
+            [*args, "--no-docs-generate"], cwd=copy_project(tmp_path / "b"), env=_om_env(url, token)
+        )
+    assert degraded.returncode == 4
+    assert "events NOT sent" in degraded.stderr
+    assert om.edges[(src["id"], dst["id"])] == before
+
+
+def test_dry_run_prints_the_bootstrap_plan(tmp_path: Path) -> None:
+    om = FakeOpenMetadata()
+    om.add_token("bot-jwt", Principal("ingestion-bot"))
+    proj = copy_project(tmp_path / "p")
+    with serve(om) as url:
+        (proj / "dbt-oml.yml").write_text(
+            f"transport: {{type: openmetadata, url: '{url}', jwt_token: bot-jwt}}\n"
+        )
+        run = run_cli(["seed", "--profiles-dir", ".", "--dry-run"], cwd=proj)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "OpenMetadata bootstrap plan (nothing written)" in run.stderr
+    assert "PUT /api/v1/tables duckdb_" in run.stderr
+    assert [r for r in om.requests if r.method in ("PUT", "POST")] == []

@@ -192,3 +192,33 @@ def test_the_stand_in_enforces_oms_column_rules(
     with pytest.raises(TerminalDeliveryError) as err:
         c.put("tables", {"name": "t", "databaseSchema": "s.d.m", "columns": [column]})
     assert message in err.value.reason
+
+
+@pytest.mark.parametrize(
+    ("version", "time", "status"),
+    [
+        ("2.0", "2026-11-30T03:55:00+00:00", 400),
+        ("2.0", "2026-11-30T03:55:00.123Z", 200),
+        ("1.12", "2026-11-30T03:55:00+00:00", 200),
+    ],
+)
+def test_the_stand_in_reads_event_time_like_om(version: str, time: str, status: int) -> None:
+    om = FakeOpenMetadata(version=version)
+    om.add_token("bot-jwt", Principal("ingestion-bot"))
+    event = {
+        "eventTime": time,
+        "eventType": "COMPLETE",
+        "producer": "https://example.com/p",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json",
+        "run": {"runId": "01a22a97-c811-7ab0-b0d7-94051423011d"},
+        "job": {"namespace": "dbt", "name": "j"},
+    }
+    http = httpx2.Client(transport=httpx2.WSGITransport(app=om))
+    response = http.post(
+        f"{BASE}/api/v1/openlineage/lineage/batch",
+        json={"events": [event]},
+        headers={"Authorization": "Bearer bot-jwt"},
+    )
+    assert response.status_code == status
+    if status == 400:
+        assert response.json() == {"code": 400, "message": "Invalid request format"}

@@ -223,3 +223,57 @@ def test_the_factory_knows_openmetadata() -> None:
         {"type": "openmetadata", "url": BASE, "jwt_token": "t"}
     )
     assert isinstance(created, OpenMetadataTransport)
+
+
+def test_dry_run_plan_names_methods_and_writes_nothing(
+    om: FakeOpenMetadata, tmp_path: Path
+) -> None:
+    plan = transport(om, tmp_path).plan([_event()])
+    assert "PUT /api/v1/services/databaseServices duckdb_pod" in plan
+    assert "PUT /api/v1/tables duckdb_pod.warehouse.staging.stg_customers" in plan
+    assert [r for r in om.requests if r.method in ("PUT", "POST")] == []
+
+
+def test_columns_om_holds_for_foreign_tables(om: FakeOpenMetadata, tmp_path: Path) -> None:
+    om.seed("databaseService", {"name": "src", "serviceType": "Mssql"})
+    om.seed("database", {"name": "crm", "service": "src"})
+    om.seed("databaseSchema", {"name": "dbo", "database": "src.crm"})
+    om.seed(
+        "table",
+        {
+            "name": "Customer",
+            "databaseSchema": "src.crm.dbo",
+            "columns": [{"name": "CustomerID", "dataType": "INT", "dataTypeDisplay": "int"}],
+        },
+    )
+    t = transport(om, tmp_path, services={"mssql://src:1433": "src"})
+    assert t.columns_for("mssql://src:1433", "crm.dbo.Customer") == (("CustomerID", "int"),)
+    assert t.columns_for("mssql://src:1433", "crm.dbo.Nope") is None
+    assert t.columns_for("postgres://unmapped:5432", "a.b.c") is None
+
+
+def test_object_storage_gets_a_service_and_a_container_per_folder(
+    om: FakeOpenMetadata, tmp_path: Path
+) -> None:
+    om.seed("storageService", {"name": "s3_lake", "serviceType": "S3"})
+    om.seed(
+        "container",
+        {
+            "name": "raw",
+            "service": "s3_lake",
+            "fullPath": "s3://lake/raw",
+            "description": "ingested",
+        },
+    )
+    event = _event()
+    event["inputs"].append({"namespace": "s3://lake", "name": "raw/events/*.parquet"})
+    t = transport(om, tmp_path)
+    t.emit(event)
+    assert t.close() is True
+    raw = om.entity("container", "s3_lake.raw")
+    assert raw["description"] == "ingested"  # OM's container at that fullPath is reused
+    events = om.entity("container", "s3_lake.raw.events")
+    assert events["fullPath"] == "s3://lake/raw/events"
+    assert events["parent"] == {"id": raw["id"], "type": "container"}
+    writes = [r for r in om.requests if r.method in ("PUT", "POST") and "container" in r.path]
+    assert [r.method for r in writes] == ["POST"]
