@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test test-unit lint fmt bench bench-lineage clean
+.PHONY: demo test test-unit lint fmt bench bench-lineage bench-nats clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,10 @@ bench-lineage: $(STAMP)
 	$(BENCH_C)/bin/python -m pip install --quiet --force-reinstall --no-deps .
 	$(BENCH_C)/bin/python -m pip install --quiet '.[fast]'
 	$(BIN)/python benchmarks/lineage_bench.py
+
+# JetStream publish and relay throughput (a nats-server binary must be installed).
+bench-nats: $(STAMP)
+	$(BIN)/python benchmarks/nats_bench.py
 
 clean:
 	rm -rf $(VENV) integration_project/target integration_project/logs integration_project/*.duckdb

@@ -49,6 +49,8 @@ Usage:
   dbt-oml [OPTIONS] replay FILE...                send events kept in outbox files
   dbt-oml [OPTIONS] flush                         send everything in the outbox directory
                                                    (<target>/dbt_oml/outbox or --outbox-dir)
+  dbt-oml relay [--once] [--batch N] [--durable NAME]
+                                                   drain JetStream into OpenMetadata
   dbt-oml lineage MODEL [COLUMN] [--json]         a model's column lineage from existing
                                                    artifacts, upstream to sources
 
@@ -239,6 +241,58 @@ def _emit(settings: Any, rest: list[str], cwd: Path) -> Any:
     return offline.emit(settings, _project_options(_parse(command, rest), cwd), cwd=cwd)
 
 
+def _relay(settings: Any, rest: list[str]) -> int:
+    from dbt_oml.relay import Relay, run_relay
+    from dbt_oml.transports.jetstream import JetStreamConfig
+    from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
+
+    command = click.Command(
+        "relay",
+        params=[
+            click.Option(["--once"], is_flag=True),
+            click.Option(["--batch"], type=int),
+            click.Option(["--durable"]),
+        ],
+        add_help_option=False,
+    )
+    opts = _parse(command, rest)
+    cfg = dict(settings.relay)
+    source = cfg.get("jetstream")
+    if source is None and settings.transport and settings.transport.get("type") == "jetstream":
+        source = settings.transport
+    target = cfg.get("openmetadata") or settings.om_transport
+    if target is None and settings.transport and settings.transport.get("type") == "openmetadata":
+        target = settings.transport
+    if source is None or target is None:
+        raise ConfigError(
+            key="relay",
+            source="dbt-oml.yml",
+            reason="needs relay.jetstream (or a jetstream transport) and "
+            "relay.openmetadata (or OM_HOST)",
+        )
+    om_config = {k: v for k, v in dict(target).items() if k != "type"}
+    om_config.setdefault("outbox_dir", str(settings.outbox_dir or "dbt-oml-outbox"))
+    relay = Relay(
+        source=JetStreamConfig.from_dict(dict(source)),
+        om=OpenMetadataTransport(OpenMetadataConfig.from_dict(om_config)),
+        durable=opts["durable"] or cfg.get("durable", "dbt-oml-relay"),
+        batch=opts["batch"] or int(cfg.get("batch", 100)),
+        dead_letter_subject=cfg.get("dead_letter_subject"),
+    )
+    report = run_relay(relay, once=opts["once"])
+    click.echo(
+        f"dbt-oml relay: received {report.received}, delivered {report.delivered}, "
+        f"retried {report.retried}, dead-lettered {report.dead_lettered}",
+        err=True,
+    )
+    if report.retried and opts["once"]:
+        click.echo(
+            f"dbt-oml relay: OpenMetadata did not take everything: {report.last_error}", err=True
+        )
+        return ExitCode.DELIVERY_FAILED
+    return ExitCode.SUCCESS
+
+
 def _lineage(rest: list[str], cwd: Path) -> int:
     from dbt_oml import offline
     from dbt_oml.lineage_view import as_json, as_text
@@ -308,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _setup_logging(settings.oml_log_level)
     os.environ.setdefault("DO_NOT_TRACK", "1")  # no usage-stats posts from inside a pod
     command = rest[0] if rest else ""
-    if command in {"emit", "send-events", "replay", "flush", "lineage"}:
+    if command in {"emit", "send-events", "replay", "flush", "lineage", "relay"}:
         return _own_command(command, settings, rest[1:], cwd)
     from dbt_oml import pipeline
     from dbt_oml.run_state import Report
@@ -353,7 +407,16 @@ def _own_command(command: str, settings: Any, rest: list[str], cwd: Path) -> int
     try:
         if command == "lineage":
             return _lineage(rest, cwd)
-        if command == "replay":
+        if command == "relay":
+            return _relay(settings, rest)
+        if command == "flush":
+            outbox = settings.outbox_dir or cwd / "target" / "dbt_oml" / "outbox"
+            files = sorted(outbox.glob("*.jsonl")) if outbox.is_dir() else []
+            if not files:
+                click.echo(f"dbt-oml flush: nothing to send in {outbox}", err=True)
+                return ExitCode.SUCCESS
+            report = offline.replay(settings, files, target_path=cwd / "target")
+        elif command == "replay":
             if not rest:
                 raise ConfigError(
                     key="replay", source="command line", reason="needs outbox FILE(s)"

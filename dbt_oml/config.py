@@ -52,6 +52,10 @@ class Settings:
     """File for the embedded default transport; default <target>/openlineage/events.jsonl."""
     transport: Mapping[str, Any] | None = field(default=None, repr=False)
     """An openlineage-python transport config; None = the client's own configuration."""
+    relay: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    """`dbt-oml relay`: jetstream, openmetadata, durable, batch, dead_letter_subject."""
+    om_transport: Mapping[str, Any] | None = field(default=None, repr=False)
+    """The openmetadata transport the seed script's OM_* variables describe, if any."""
     openlineage_configured: bool = False
     """Whether openlineage-python has a configuration of its own (file or environment)."""
     oml_log_level: str = "INFO"
@@ -141,6 +145,15 @@ def _transport(value: object, key: str, source: str) -> Mapping[str, Any]:
     return dict(value)
 
 
+def _relay(value: object, key: str, source: str) -> Mapping[str, Any]:
+    allowed = {"jetstream", "openmetadata", "durable", "batch", "dead_letter_subject"}
+    if not isinstance(value, Mapping) or set(value) - allowed:
+        raise ConfigError(
+            key=key, source=source, reason="must be a mapping of " + ", ".join(sorted(allowed))
+        )
+    return dict(value)
+
+
 Parser = Callable[[object, str, str], Any]
 
 #: Every setting: its parser. Env name = DBT_OML_<KEY>, flag = --<key-with-dashes>.
@@ -158,10 +171,11 @@ KEYS: Mapping[str, Parser] = {
     "outbox_dir": _path,
     "events_file": _path,
     "transport": _transport,
+    "relay": _relay,
     "oml_log_level": _level,
 }
 #: Settings that cannot come from the environment (structured values).
-_FILE_ONLY = frozenset({"transport"})
+_FILE_ONLY = frozenset({"transport", "relay"})
 #: OpenLineage / dbt-ol variables honoured for compatibility, below their DBT_OML_ names.
 COMPAT_ENV: Mapping[str, str] = {
     "OPENLINEAGE_NAMESPACE": "job_namespace",
@@ -269,8 +283,16 @@ def load_settings(
             raise ConfigError(key=key, source="command line", reason="unknown setting")
         values[key] = KEYS[key](value, key, "--" + key.replace("_", "-"))
     configured = _openlineage_configured(environ, cwd, home)
-    if "transport" not in values and not configured and environ.get("OM_HOST"):
-        values["transport"] = {"type": "openmetadata"} | {
+    om_transport = None
+    if environ.get("OM_HOST"):
+        om_transport = {"type": "openmetadata"} | {
             key: environ[var] for var, key in OM_ENV.items() if environ.get(var)
         }
-    return Settings(**values, openlineage_configured=configured, config_file=config_path)
+        if "transport" not in values and not configured:
+            values["transport"] = om_transport
+    return Settings(
+        **values,
+        openlineage_configured=configured,
+        config_file=config_path,
+        om_transport=om_transport,
+    )

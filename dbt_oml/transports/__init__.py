@@ -11,11 +11,14 @@ from openlineage.client.transport import get_default_factory
 from openlineage.client.transport.factory import DefaultTransportFactory
 
 #: Our transport kinds, imported lazily by the factory (their dependencies stay optional).
-KINDS = {"openmetadata": "dbt_oml.transports.openmetadata.OpenMetadataTransport"}
+KINDS = {
+    "openmetadata": "dbt_oml.transports.openmetadata.OpenMetadataTransport",
+    "jetstream": "dbt_oml.transports.jetstream.JetStreamTransport",
+}
 
 
 def build_transport_factory() -> DefaultTransportFactory:
-    """A new factory: the client's built-in transports plus `openmetadata`."""
+    """A new factory: the client's built-in transports plus `openmetadata` and `jetstream`."""
     factory = DefaultTransportFactory()
     for kind, clazz in get_default_factory().transports.items():
         factory.register_transport(kind, clazz)

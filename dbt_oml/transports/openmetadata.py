@@ -23,7 +23,13 @@ import httpx2
 from openlineage.client.serde import Serde
 from openlineage.client.transport.transport import Config, Transport
 
-from dbt_oml.errors import ConfigError, DeliveryError, TerminalDeliveryError, TransientDeliveryError
+from dbt_oml.errors import (
+    ConfigError,
+    DbtOmlError,
+    DeliveryError,
+    TerminalDeliveryError,
+    TransientDeliveryError,
+)
 from dbt_oml.om.bootstrap import Bootstrap, ServiceMapping
 from dbt_oml.om.client import (
     BasicLogin,
@@ -176,7 +182,7 @@ class OpenMetadataTransport(Transport):
         if not events:
             return
         try:
-            self._deliver(events)
+            self.deliver(events)
         except DeliveryError as e:
             self._keep(events, str(e))
 
@@ -207,7 +213,7 @@ class OpenMetadataTransport(Transport):
                     "tables", fqn(service, *parts[-3:]), fields="columns"
                 )
             )
-        except DeliveryError as e:
+        except DbtOmlError as e:  # unreachable, refused, a token file that is not there
             logger.debug("no OpenMetadata columns for %s/%s: %s", namespace, name, e)
             return None
         if table is None:
@@ -224,17 +230,18 @@ class OpenMetadataTransport(Transport):
 
     # -- delivery ---------------------------------------------------------------------------
 
-    def _deliver(self, events: list[dict[str, Any]]) -> None:
+    def deliver(self, events: list[dict[str, Any]]) -> None:
+        """Bootstrap and post one batch now; raises DeliveryError (nothing is kept here)."""
         settings = self._om_settings()
         if self.config.bootstrap:
             bootstrap = self._bootstrapper(settings)
             report = self._retry(lambda: bootstrap.ensure(events))
             self.problems += report.problems
         allowed = set(settings.get("eventTypeFilter") or ["COMPLETE"])
-        batch = [
+        batch = [  # OM draws edges only from kept event types with inputs and outputs
             om_event(e, copy_column_lineage=self.config.column_lineage_in_output_facets)
             for e in events
-            if e.get("eventType", "COMPLETE") in allowed
+            if e.get("eventType", "COMPLETE") in allowed and e.get("inputs") and e.get("outputs")
         ]
         if not batch:
             self.delivered += len(events)

@@ -178,7 +178,15 @@ def test_om_down_for_the_whole_run_then_flush(tmp_path: Path) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    args = ["build", "--profiles-dir", ".", "-s", "stg_orders"]
+    args = [
+        "build",
+        "--profiles-dir",
+        ".",
+        "-s",
+        "stg_orders",
+        "--duckdb-namespace",
+        "duckdb://pod/{alias}",
+    ]
     down = run_cli(args, cwd=proj, env=_om_env(dead, proj / "token", retry_budget="1"))
     assert down.returncode == 0, down.stderr[-3000:]  # dbt's code: lineage never changes it
     outbox = proj / "target" / "dbt_oml" / "outbox" / "openmetadata.jsonl"
@@ -190,9 +198,9 @@ def test_om_down_for_the_whole_run_then_flush(tmp_path: Path) -> None:
     with serve(om) as url:
         flushed = run_cli(["flush"], cwd=proj, env=_om_env(url, proj / "token"))
     assert flushed.returncode == 0, flushed.stderr[-3000:]
-    assert list((proj / "target" / "dbt_oml" / "outbox").glob("*.jsonl*")) == []
-    src = om.entity("table", "duckdb_crm.crm.sales.order_lines_v2")
-    dst = om.entity("table", "duckdb_warehouse.warehouse.staging.stg_orders")
+    assert list((proj / "target" / "dbt_oml" / "outbox").glob("*.jsonl*")) == [], flushed.stderr
+    src = om.entity("table", "duckdb_pod_crm.crm.sales.order_lines_v2")
+    dst = om.entity("table", "duckdb_pod_warehouse.warehouse.staging.stg_orders")
     assert om.edges[(src["id"], dst["id"])]["columnsLineage"]
 
 
@@ -217,9 +225,12 @@ def test_guard_keeps_oms_column_lineage(tmp_path: Path) -> None:
         dst = om.entity("table", "duckdb_pod_warehouse.warehouse.staging.stg_orders")
         before = om.edges[(src["id"], dst["id"])]
         assert before["columnsLineage"]
-        # a degraded run: no catalog in a fresh pod, so no model gets column lineage
+        # seed 000's accident: a fresh pod without catalog.json and a mistyped token path, so
+        # neither the catalog nor OpenMetadata can tell the source's columns
         degraded = run_cli(
-            [*args, "--no-docs-generate"], cwd=copy_project(tmp_path / "b"), env=_om_env(url, token)
+            [*args, "--no-docs-generate"],
+            cwd=copy_project(tmp_path / "b"),
+            env=_om_env(url, tmp_path / "tokn"),
         )
     assert degraded.returncode == 4
     assert "events NOT sent" in degraded.stderr

@@ -1,0 +1,255 @@
+"""NATS JetStream: the transport and the relay against a real nats-server on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import copy_project, run_cli
+from tests.fakes.openmetadata import FakeOpenMetadata, Principal, serve
+
+pytestmark = [pytest.mark.integration, pytest.mark.nats]
+nats = pytest.importorskip("nats", reason="needs dbt-oml[nats]")
+
+NATS_SERVER = shutil.which("nats-server") or "/usr/sbin/nats-server"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def nats_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if not Path(NATS_SERVER).exists():
+        pytest.skip("nats-server is not installed (apt-get install nats-server)")
+    port = _free_port()
+    store = tmp_path_factory.mktemp("nats")
+    proc = subprocess.Popen(
+        [NATS_SERVER, "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", str(store)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(100):  # bounded: 10 s
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    pytest.fail("nats-server exited")
+                time.sleep(0.1)  # readiness poll, bounded above
+        else:
+            pytest.fail("nats-server did not start within 10 s")
+        yield f"nats://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
+def stream(nats_url: str, request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
+    """A stream per test, deleted afterwards."""
+    name = "T" + "".join(c for c in request.node.name if c.isalnum())[:40].upper()
+    config = {"servers": [nats_url], "subject": f"ol.{name.lower()}", "stream": name}
+    yield config
+    asyncio.run(_delete_stream(nats_url, name))
+
+
+async def _delete_stream(url: str, name: str) -> None:
+    nc = await nats.connect(url)
+    with contextlib.suppress(Exception):  # already gone
+        await nc.jetstream().delete_stream(name)
+    await nc.drain()
+
+
+async def _stream_info(url: str, name: str) -> Any:
+    nc = await nats.connect(url)
+    try:
+        return await nc.jetstream().stream_info(name)
+    finally:
+        await nc.drain()
+
+
+_SCHEMA = {"schema": {"fields": [{"name": "id", "type": "INTEGER"}]}}
+
+
+def _event(run_id: str = "01a22a97-c811-7ab0-b0d7-94051423011d") -> dict[str, Any]:
+    return {
+        "eventTime": "2026-11-30T03:55:00.123Z",
+        "eventType": "COMPLETE",
+        "producer": "https://example.com/p",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json",
+        "run": {"runId": run_id},
+        "job": {"namespace": "dbt", "name": "dbt-run-x"},
+        "inputs": [{"namespace": "duckdb://pod", "name": "crm.sales.customers", "facets": _SCHEMA}],
+        "outputs": [
+            {"namespace": "duckdb://pod", "name": "warehouse.staging.customers", "facets": _SCHEMA}
+        ],
+    }
+
+
+def test_the_same_run_published_twice_is_stored_once(
+    stream: dict[str, Any], tmp_path: Path
+) -> None:
+    from dbt_oml.transports.jetstream import JetStreamConfig, JetStreamTransport
+
+    t = JetStreamTransport(JetStreamConfig.from_dict({**stream, "outbox_dir": str(tmp_path)}))
+    t.emit(_event())
+    t.emit(_event())
+    t.emit(_event("01a22a97-c811-7ab0-b0d7-94051423011e"))
+    assert t.close() is True
+    info = asyncio.run(_stream_info(stream["servers"][0], stream["stream"]))
+    assert info.state.messages == 2
+
+
+def test_unreachable_server_keeps_everything(tmp_path: Path) -> None:
+    from dbt_oml.transports.jetstream import JetStreamConfig, JetStreamTransport
+
+    config = {
+        "servers": [f"nats://127.0.0.1:{_free_port()}"],
+        "connect_timeout": 0.5,
+        "outbox_dir": str(tmp_path),
+    }
+    t = JetStreamTransport(JetStreamConfig.from_dict(config))
+    for i in range(3):
+        t.emit(_event(f"01a22a97-c811-7ab0-b0d7-9405142301{i:02d}"))
+    assert t.close() is False
+    assert len((tmp_path / "jetstream.jsonl").read_text().splitlines()) == 3
+
+
+def _relay_config(proj: Path, stream: dict[str, Any], om_url: str) -> None:
+    (proj / "token").write_text("bot-jwt\n")
+    relay = {
+        "jetstream": stream,
+        "openmetadata": {"url": om_url, "jwt_token_file": str(proj / "token"), "retry_budget": 1},
+        "batch": 20,
+    }
+    (proj / "dbt-oml.yml").write_text(
+        json.dumps({"relay": relay, "transport": {"type": "jetstream", **stream}})
+    )
+
+
+def _om() -> FakeOpenMetadata:
+    om = FakeOpenMetadata()
+    om.add_token("bot-jwt", Principal("ingestion-bot"))
+    return om
+
+
+def _state(om: FakeOpenMetadata) -> tuple[set[str], set[tuple[str, str, str]]]:
+    by_id = {t["id"]: t["fullyQualifiedName"] for t in om.entities["table"].values()}
+    edges = {
+        (
+            by_id[a],
+            by_id[b],
+            json.dumps(
+                sorted(
+                    (c["toColumn"], sorted(c["fromColumns"]), c.get("function"))
+                    for c in d["columnsLineage"] or []
+                )
+            ),
+        )
+        for (a, b), d in om.edges.items()
+    }
+    return set(by_id.values()), edges
+
+
+def test_build_then_relay_matches_the_direct_transport(
+    stream: dict[str, Any], tmp_path: Path
+) -> None:
+    args = ["build", "--profiles-dir", ".", "--duckdb-namespace", "duckdb://pod/{alias}"]
+    direct = _om()
+    with serve(direct) as url:
+        proj = copy_project(tmp_path / "direct")
+        (proj / "token").write_text("bot-jwt\n")
+        env = {
+            "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata",
+            "OPENLINEAGE__TRANSPORT__URL": url,
+            "OPENLINEAGE__TRANSPORT__JWT_TOKEN_FILE": str(proj / "token"),
+        }
+        assert run_cli(args, cwd=proj, env=env).returncode == 0
+    relayed = _om()
+    with serve(relayed) as url:
+        proj = copy_project(tmp_path / "relayed")
+        _relay_config(proj, stream, url)
+        built = run_cli(args, cwd=proj)
+        assert built.returncode == 0, built.stderr[-3000:]
+        assert "delivered to jetstream transport" in built.stderr
+        relay = run_cli(["relay", "--once"], cwd=proj)
+    assert relay.returncode == 0, relay.stderr[-3000:]
+    assert "dead-lettered 0" in relay.stderr
+    relayed_tables, relayed_edges = _state(relayed)
+    direct_tables, direct_edges = _state(direct)
+    assert relayed_tables == direct_tables
+    assert sorted(relayed_edges - direct_edges) == sorted(direct_edges - relayed_edges) == []
+
+
+def test_om_down_nothing_acked_then_everything_delivered(
+    stream: dict[str, Any], tmp_path: Path
+) -> None:
+    proj = copy_project(tmp_path / "p")
+    _relay_config(proj, stream, f"http://127.0.0.1:{_free_port()}")  # OM is down
+    built = run_cli(
+        [
+            "run",
+            "--profiles-dir",
+            ".",
+            "-s",
+            "stg_orders",
+            "--duckdb-namespace",
+            "duckdb://pod/{alias}",
+        ],
+        cwd=proj,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    down = run_cli(["relay", "--once"], cwd=proj)
+    assert down.returncode == 4, down.stderr[-3000:]
+    assert "delivered 0" in down.stderr
+    om = _om()
+    with serve(om) as url:
+        _relay_config(proj, stream, url)
+        up = run_cli(["relay", "--once"], cwd=proj)
+    assert up.returncode == 0, up.stderr[-3000:]
+    assert "dead-lettered 0" in up.stderr
+    src = om.entity("table", "duckdb_pod_crm.crm.sales.order_lines_v2")
+    dst = om.entity("table", "duckdb_pod_warehouse.warehouse.staging.stg_orders")
+    assert om.edges[(src["id"], dst["id"])]["columnsLineage"]
+
+
+def test_a_poison_event_is_dead_lettered_and_the_rest_delivered(
+    stream: dict[str, Any], tmp_path: Path
+) -> None:
+    async def publish() -> None:
+        nc = await nats.connect(stream["servers"][0])
+        js = nc.jetstream()
+        from dbt_oml.transports.jetstream import JetStreamConfig, ensure_stream
+
+        await ensure_stream(js, JetStreamConfig.from_dict(stream))
+        await js.publish(stream["subject"], b"{not json", stream=stream["stream"])
+        bad = _event("not-a-uuid")  # OM answers 400 for the whole batch
+        await js.publish(stream["subject"], json.dumps(bad).encode(), stream=stream["stream"])
+        await js.publish(stream["subject"], json.dumps(_event()).encode(), stream=stream["stream"])
+        await nc.drain()
+
+    asyncio.run(publish())
+    om = _om()
+    proj = tmp_path / "p"
+    proj.mkdir()
+    with serve(om) as url:
+        _relay_config(proj, stream, url)
+        relay = run_cli(["relay", "--once"], cwd=proj)
+    assert relay.returncode == 0, relay.stderr[-3000:]
+    assert "received 3, delivered 1, retried 0, dead-lettered 2" in relay.stderr
+    info = asyncio.run(_stream_info(stream["servers"][0], stream["stream"]))
+    assert info.state.messages == 5  # 3 events + 2 dead letters on <subject>.dead
