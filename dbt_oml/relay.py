@@ -92,7 +92,7 @@ class Relay:
                 if not ok and once:
                     break
         finally:
-            await nc.drain()
+            await nc.close()  # every message was acked (ack_sync) or nak'ed: nothing to drain
         return self.report
 
     async def _handle(self, js: Any, messages: list[Any], attempt: int) -> bool:

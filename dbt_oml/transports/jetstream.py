@@ -223,7 +223,7 @@ class JetStreamTransport(Transport):
     def close(self, timeout: float = -1) -> bool:  # noqa: ARG002 - publishes are synchronous
         if self._nc is not None:
             with contextlib.suppress(Exception):  # closing a broken connection is best effort
-                self._run(self._nc.drain())
+                self._run(self._nc.close())  # publishes were acknowledged one by one
         self._loop.close()
         return self.undelivered == 0
 
