@@ -278,6 +278,8 @@ def _relay(settings: Any, rest: list[str]) -> int:
         durable=opts["durable"] or cfg.get("durable", "dbt-oml-relay"),
         batch=opts["batch"] or int(cfg.get("batch", 100)),
         dead_letter_subject=cfg.get("dead_letter_subject"),
+        ack_wait=float(cfg.get("ack_wait", 30.0)),
+        fetch_timeout=float(cfg.get("fetch_timeout", 2.0)),
     )
     report = run_relay(relay, once=opts["once"])
     click.echo(

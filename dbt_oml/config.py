@@ -146,7 +146,15 @@ def _transport(value: object, key: str, source: str) -> Mapping[str, Any]:
 
 
 def _relay(value: object, key: str, source: str) -> Mapping[str, Any]:
-    allowed = {"jetstream", "openmetadata", "durable", "batch", "dead_letter_subject"}
+    allowed = {
+        "jetstream",
+        "openmetadata",
+        "durable",
+        "batch",
+        "dead_letter_subject",
+        "ack_wait",
+        "fetch_timeout",
+    }
     if not isinstance(value, Mapping) or set(value) - allowed:
         raise ConfigError(
             key=key, source=source, reason="must be a mapping of " + ", ".join(sorted(allowed))

@@ -46,6 +46,15 @@ class CliRun:
     target: Path
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_ISOLATED_PREFIXES)}
     env["DO_NOT_TRACK"] = "1"

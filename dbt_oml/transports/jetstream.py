@@ -24,6 +24,7 @@ from openlineage.client.serde import Serde
 from openlineage.client.transport.transport import Config, Transport
 
 from dbt_oml.errors import ConfigError, TransientDeliveryError
+from dbt_oml.transports.options import coerce, known_values
 
 logger = logging.getLogger(__name__)
 INSTALL_HINT = "pip install 'dbt-oml[nats]'"
@@ -85,23 +86,14 @@ class JetStreamConfig(Config):
 
     @classmethod
     def from_dict(cls, params: dict[str, Any]) -> JetStreamConfig:
-        known = {f.name for f in attr.fields(cls)}
-        unknown = sorted(set(params) - known - {"type"})
-        if unknown:
-            raise ConfigError(
-                key=f"transport.{unknown[0]}",
-                source="jetstream transport",
-                reason="unknown setting",
-                hint="valid settings: " + ", ".join(sorted(known)),
-            )
-        values = {k: v for k, v in params.items() if k != "type"}
+        values = known_values(cls, params, source="jetstream transport")
         if isinstance(values.get("servers"), str):
             values["servers"] = [s.strip() for s in values["servers"].split(",") if s.strip()]
-        for key in ("max_age", "duplicate_window", "publish_timeout", "connect_timeout"):
-            if key in values:
-                values[key] = float(values[key])
-        if isinstance(values.get("create_stream"), str):
-            values["create_stream"] = values["create_stream"].lower() in {"1", "true", "yes", "on"}
+        coerce(
+            values,
+            floats=("max_age", "duplicate_window", "publish_timeout", "connect_timeout"),
+            bools=("create_stream",),
+        )
         if values.get("storage", "file") not in {"file", "memory"}:
             raise ConfigError(
                 key="transport.storage",

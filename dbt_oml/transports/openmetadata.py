@@ -40,6 +40,7 @@ from dbt_oml.om.client import (
     TokenProvider,
 )
 from dbt_oml.om.names import fqn
+from dbt_oml.transports.options import coerce, known_values
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -69,32 +70,20 @@ class OpenMetadataConfig(Config):
 
     @classmethod
     def from_dict(cls, params: dict[str, Any]) -> OpenMetadataConfig:
-        known = {f.name for f in attr.fields(cls)}
-        unknown = sorted(set(params) - known - {"type"})
-        if unknown:
-            raise ConfigError(
-                key=f"transport.{unknown[0]}",
-                source="openmetadata transport",
-                reason="unknown setting",
-                hint="valid settings: " + ", ".join(sorted(known)),
-            )
-        if not params.get("url"):
+        values = known_values(cls, params, source="openmetadata transport")
+        if not values.get("url"):
             raise ConfigError(
                 key="transport.url",
                 source="openmetadata transport",
                 reason="is missing",
                 hint="the OpenMetadata server, e.g. https://om:8585",
             )
-        values = {k: v for k, v in params.items() if k != "type"}
-        for key in ("batch_size",):
-            if key in values:
-                values[key] = int(values[key])
-        for key in ("timeout", "retry_budget"):
-            if key in values:
-                values[key] = float(values[key])
-        for key in ("bootstrap", "column_lineage_in_output_facets"):
-            if key in values and isinstance(values[key], str):
-                values[key] = values[key].strip().lower() in {"1", "true", "yes", "on"}
+        coerce(
+            values,
+            ints=("batch_size",),
+            floats=("timeout", "retry_budget"),
+            bools=("bootstrap", "column_lineage_in_output_facets"),
+        )
         if isinstance(values.get("verify"), str) and values["verify"].lower() in {"true", "false"}:
             values["verify"] = values["verify"].lower() == "true"
         config = cls(**values)

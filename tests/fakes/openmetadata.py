@@ -211,6 +211,7 @@ class FakeOpenMetadata:
     requests: list[Request] = field(default_factory=list)
     faults: list[tuple[int, str]] = field(default_factory=list)
     validate_schemas: bool = True
+    holds: list[tuple[str, threading.Event, threading.Event]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _validators: dict[str, Any] = field(default_factory=dict)
 
@@ -222,6 +223,12 @@ class FakeOpenMetadata:
     def fail_next(self, statuses: Iterable[int], path_prefix: str = "") -> None:
         """Answer the next matching requests with these statuses (e.g. [503, 503])."""
         self.faults.extend((s, path_prefix) for s in statuses)
+
+    def hold(self, path_prefix: str) -> tuple[threading.Event, threading.Event]:
+        """Stall the next matching request: `arrived` is set when it comes, it waits for `release`."""
+        arrived, release = threading.Event(), threading.Event()
+        self.holds.append((path_prefix, arrived, release))
+        return arrived, release
 
     def seed(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
         """Create an entity directly, as OM's own connectors would have ingested it."""
@@ -249,6 +256,11 @@ class FakeOpenMetadata:
         raw = environ["wsgi.input"].read(length) if length else b""
         request = Request(method, path, query, None)
         environ["fake.raw"] = raw
+        held = next((h for h in self.holds if path.startswith(h[0])), None)
+        if held is not None:
+            self.holds.remove(held)
+            held[1].set()
+            held[2].wait(timeout=60)  # bounded: a test that forgets to release still ends
         headers = [("Content-Type", "application/json")]
         with self._lock:
             self.requests.append(request)

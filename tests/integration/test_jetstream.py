@@ -8,6 +8,7 @@ import json
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import copy_project, run_cli
+from tests.conftest import clean_env, copy_project, free_port, run_cli
 from tests.fakes.openmetadata import FakeOpenMetadata, Principal, serve
 
 pytestmark = [pytest.mark.integration, pytest.mark.nats]
@@ -24,17 +25,11 @@ nats = pytest.importorskip("nats", reason="needs dbt-oml[nats]")
 NATS_SERVER = shutil.which("nats-server") or "/usr/sbin/nats-server"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def nats_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if not Path(NATS_SERVER).exists():
         pytest.skip("nats-server is not installed (apt-get install nats-server)")
-    port = _free_port()
+    port = free_port()
     store = tmp_path_factory.mktemp("nats")
     proc = subprocess.Popen(
         [NATS_SERVER, "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", str(store)],
@@ -118,7 +113,7 @@ def test_unreachable_server_keeps_everything(tmp_path: Path) -> None:
     from dbt_oml.transports.jetstream import JetStreamConfig, JetStreamTransport
 
     config = {
-        "servers": [f"nats://127.0.0.1:{_free_port()}"],
+        "servers": [f"nats://127.0.0.1:{free_port()}"],
         "connect_timeout": 0.5,
         "outbox_dir": str(tmp_path),
     }
@@ -129,12 +124,13 @@ def test_unreachable_server_keeps_everything(tmp_path: Path) -> None:
     assert len((tmp_path / "jetstream.jsonl").read_text().splitlines()) == 3
 
 
-def _relay_config(proj: Path, stream: dict[str, Any], om_url: str) -> None:
+def _relay_config(proj: Path, stream: dict[str, Any], om_url: str, **extra: Any) -> None:
     (proj / "token").write_text("bot-jwt\n")
     relay = {
         "jetstream": stream,
         "openmetadata": {"url": om_url, "jwt_token_file": str(proj / "token"), "retry_budget": 1},
         "batch": 20,
+        **extra,
     }
     (proj / "dbt-oml.yml").write_text(
         json.dumps({"relay": relay, "transport": {"type": "jetstream", **stream}})
@@ -199,7 +195,7 @@ def test_om_down_nothing_acked_then_everything_delivered(
     stream: dict[str, Any], tmp_path: Path
 ) -> None:
     proj = copy_project(tmp_path / "p")
-    _relay_config(proj, stream, f"http://127.0.0.1:{_free_port()}")  # OM is down
+    _relay_config(proj, stream, f"http://127.0.0.1:{free_port()}")  # OM is down
     built = run_cli(
         [
             "run",
@@ -253,3 +249,56 @@ def test_a_poison_event_is_dead_lettered_and_the_rest_delivered(
     assert "received 3, delivered 1, retried 0, dead-lettered 2" in relay.stderr
     info = asyncio.run(_stream_info(stream["servers"][0], stream["stream"]))
     assert info.state.messages == 5  # 3 events + 2 dead letters on <subject>.dead
+
+
+async def _consumer(url: str, stream: str, durable: str) -> Any:
+    nc = await nats.connect(url)
+    try:
+        return await nc.jetstream().consumer_info(stream, durable)
+    finally:
+        await nc.close()
+
+
+def test_relay_killed_mid_batch_then_restarted(stream: dict[str, Any], tmp_path: Path) -> None:
+    proj = copy_project(tmp_path / "p")
+    _relay_config(proj, stream, "http://unused")
+    args = [
+        "run",
+        "--profiles-dir",
+        ".",
+        "-s",
+        "stg_orders",
+        "--duckdb-namespace",
+        "duckdb://pod/{alias}",
+    ]
+    assert run_cli(args, cwd=proj).returncode == 0
+    om = _om()
+    arrived, release = om.hold("/api/v1/openlineage/lineage/batch")
+    with serve(om) as url:
+        _relay_config(proj, stream, url, ack_wait=2, fetch_timeout=6)
+        relay = subprocess.Popen(
+            [sys.executable, "-m", "dbt_oml", "relay"],
+            cwd=proj,
+            env=clean_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            assert arrived.wait(timeout=120), "the relay never posted a batch"
+        finally:
+            relay.kill()  # dies after OM got the batch, before it could ack
+            relay.wait(timeout=10)
+        release.set()
+        created_before = sum(1 for r in om.requests if r.status == 201)
+        again = run_cli(["relay", "--once"], cwd=proj)
+        created_after = sum(1 for r in om.requests if r.status == 201)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (
+        "received 4, delivered 4" in again.stderr
+    )  # every event of the run came back and went through
+    assert created_after == created_before  # the re-delivery created no entity twice
+    info = asyncio.run(_consumer(stream["servers"][0], stream["stream"], "dbt-oml-relay"))
+    assert (info.num_pending, info.num_ack_pending) == (0, 0)
+    src = om.entity("table", "duckdb_pod_crm.crm.sales.order_lines_v2")
+    dst = om.entity("table", "duckdb_pod_warehouse.warehouse.staging.stg_orders")
+    assert om.edges[(src["id"], dst["id"])]["columnsLineage"]

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import itertools
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliRun, copy_project, run_cli
+from tests.conftest import CliRun, copy_project, free_port, run_cli
 from tests.fakes.openmetadata import FakeOpenMetadata, Principal, serve
 
 pytestmark = pytest.mark.integration
@@ -175,9 +174,7 @@ def _om_env(url: str, token_file: Path, **extra: str) -> dict[str, str]:
 def test_om_down_for_the_whole_run_then_flush(tmp_path: Path) -> None:
     proj = copy_project(tmp_path / "project")
     (proj / "token").write_text("bot-jwt\n")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    dead = f"http://127.0.0.1:{free_port()}"
     args = [
         "build",
         "--profiles-dir",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import socket
 from pathlib import Path
 
 import httpx2
@@ -17,6 +16,7 @@ from dbt_oml.om.client import (
     StaticToken,
     TokenFile,
 )
+from tests.conftest import free_port
 from tests.fakes.openmetadata import FakeOpenMetadata, Principal
 
 BASE = "http://om.test"
@@ -139,9 +139,7 @@ def test_server_errors_are_transient(om: FakeOpenMetadata) -> None:
 
 
 def test_refused_connection_is_transient() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]  # closed when the block ends: nothing listens there
+    port = free_port()
     c = OpenMetadataClient(f"http://127.0.0.1:{port}", http=httpx2.Client(timeout=2), auth=None)
     with pytest.raises(TransientDeliveryError) as err:
         c.openlineage_settings()

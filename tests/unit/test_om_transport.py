@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 from dbt_oml.errors import ConfigError
 from dbt_oml.transports import build_transport_factory
 from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport, om_event
+from tests.conftest import free_port
 from tests.fakes.openmetadata import FakeOpenMetadata, Principal
 
 BASE = "http://om.test"
@@ -141,9 +141,7 @@ def test_transient_errors_are_retried_within_the_budget(
 
 
 def test_om_down_for_the_whole_run_keeps_everything(tmp_path: Path) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     cfg = OpenMetadataConfig.from_dict(
         {
             "url": f"http://127.0.0.1:{port}",
@@ -277,3 +275,22 @@ def test_object_storage_gets_a_service_and_a_container_per_folder(
     assert events["parent"] == {"id": raw["id"], "type": "container"}
     writes = [r for r in om.requests if r.method in ("PUT", "POST") and "container" in r.path]
     assert [r.method for r in writes] == ["POST"]
+
+
+def test_jetstream_without_nats_py_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from dbt_oml.transports.jetstream import JetStreamConfig, JetStreamTransport
+
+    monkeypatch.setitem(sys.modules, "nats", None)  # as if nats-py were not installed
+    with pytest.raises(ConfigError) as err:
+        JetStreamTransport(JetStreamConfig.from_dict({"servers": "nats://127.0.0.1:4222"}))
+    assert err.value.hint == "pip install 'dbt-oml[nats]'"
+
+
+def test_jetstream_message_ids_identify_the_run_and_event() -> None:
+    from dbt_oml.transports.jetstream import message_id
+
+    event = _event()
+    assert message_id(event) == message_id(json.loads(json.dumps(event)))
+    assert message_id(event) != message_id(_event("START"))
