@@ -19,6 +19,16 @@ PROJECT = ROOT / "integration_project"
 MINI = Path(__file__).resolve().parent / "fixtures" / "artifacts" / "mini"
 SHARED = ROOT.parent / "shared"
 _ISOLATED_PREFIXES = ("DBT_OML_", "OPENLINEAGE", "DBT_")
+#: One small model of the bundled project, with stable DuckDB namespaces (duckdb://pod/<alias>).
+RUN_STG_ORDERS = [
+    "run",
+    "--profiles-dir",
+    ".",
+    "-s",
+    "stg_orders",
+    "--duckdb-namespace",
+    "duckdb://pod/{alias}",
+]
 
 
 def pytest_report_header() -> list[str]:

@@ -217,6 +217,13 @@ class FakeOpenMetadata:
 
     # -- scripting --------------------------------------------------------------------------
 
+    @classmethod
+    def with_bot(cls, token: str = "bot-jwt", **kwargs: Any) -> FakeOpenMetadata:
+        """A stand-in whose `token` belongs to an ingestion bot (Create + EditLineage)."""
+        fake = cls(**kwargs)
+        fake.add_token(token, Principal("ingestion-bot"))
+        return fake
+
     def add_token(self, token: str, principal: Principal) -> None:
         self.principals[token] = principal
 

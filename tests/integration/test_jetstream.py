@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import clean_env, copy_project, free_port, run_cli
-from tests.fakes.openmetadata import FakeOpenMetadata, Principal, serve
+from tests.conftest import RUN_STG_ORDERS, clean_env, copy_project, free_port, run_cli
+from tests.fakes.openmetadata import FakeOpenMetadata, serve
 
 pytestmark = [pytest.mark.integration, pytest.mark.nats]
 nats = pytest.importorskip("nats", reason="needs dbt-oml[nats]")
@@ -137,12 +137,6 @@ def _relay_config(proj: Path, stream: dict[str, Any], om_url: str, **extra: Any)
     )
 
 
-def _om() -> FakeOpenMetadata:
-    om = FakeOpenMetadata()
-    om.add_token("bot-jwt", Principal("ingestion-bot"))
-    return om
-
-
 def _state(om: FakeOpenMetadata) -> tuple[set[str], set[tuple[str, str, str]]]:
     by_id = {t["id"]: t["fullyQualifiedName"] for t in om.entities["table"].values()}
     edges = {
@@ -165,7 +159,7 @@ def test_build_then_relay_matches_the_direct_transport(
     stream: dict[str, Any], tmp_path: Path
 ) -> None:
     args = ["build", "--profiles-dir", ".", "--duckdb-namespace", "duckdb://pod/{alias}"]
-    direct = _om()
+    direct = FakeOpenMetadata.with_bot()
     with serve(direct) as url:
         proj = copy_project(tmp_path / "direct")
         (proj / "token").write_text("bot-jwt\n")
@@ -175,7 +169,7 @@ def test_build_then_relay_matches_the_direct_transport(
             "OPENLINEAGE__TRANSPORT__JWT_TOKEN_FILE": str(proj / "token"),
         }
         assert run_cli(args, cwd=proj, env=env).returncode == 0
-    relayed = _om()
+    relayed = FakeOpenMetadata.with_bot()
     with serve(relayed) as url:
         proj = copy_project(tmp_path / "relayed")
         _relay_config(proj, stream, url)
@@ -196,23 +190,12 @@ def test_om_down_nothing_acked_then_everything_delivered(
 ) -> None:
     proj = copy_project(tmp_path / "p")
     _relay_config(proj, stream, f"http://127.0.0.1:{free_port()}")  # OM is down
-    built = run_cli(
-        [
-            "run",
-            "--profiles-dir",
-            ".",
-            "-s",
-            "stg_orders",
-            "--duckdb-namespace",
-            "duckdb://pod/{alias}",
-        ],
-        cwd=proj,
-    )
+    built = run_cli(RUN_STG_ORDERS, cwd=proj)
     assert built.returncode == 0, built.stderr[-3000:]
     down = run_cli(["relay", "--once"], cwd=proj)
     assert down.returncode == 4, down.stderr[-3000:]
     assert "delivered 0" in down.stderr
-    om = _om()
+    om = FakeOpenMetadata.with_bot()
     with serve(om) as url:
         _relay_config(proj, stream, url)
         up = run_cli(["relay", "--once"], cwd=proj)
@@ -239,7 +222,7 @@ def test_a_poison_event_is_dead_lettered_and_the_rest_delivered(
         await nc.drain()
 
     asyncio.run(publish())
-    om = _om()
+    om = FakeOpenMetadata.with_bot()
     proj = tmp_path / "p"
     proj.mkdir()
     with serve(om) as url:
@@ -262,17 +245,9 @@ async def _consumer(url: str, stream: str, durable: str) -> Any:
 def test_relay_killed_mid_batch_then_restarted(stream: dict[str, Any], tmp_path: Path) -> None:
     proj = copy_project(tmp_path / "p")
     _relay_config(proj, stream, "http://unused")
-    args = [
-        "run",
-        "--profiles-dir",
-        ".",
-        "-s",
-        "stg_orders",
-        "--duckdb-namespace",
-        "duckdb://pod/{alias}",
-    ]
+    args = RUN_STG_ORDERS
     assert run_cli(args, cwd=proj).returncode == 0
-    om = _om()
+    om = FakeOpenMetadata.with_bot()
     arrived, release = om.hold("/api/v1/openlineage/lineage/batch")
     with serve(om) as url:
         _relay_config(proj, stream, url, ack_wait=2, fetch_timeout=6)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliRun, copy_project, free_port, run_cli
-from tests.fakes.openmetadata import FakeOpenMetadata, Principal, serve
+from tests.conftest import RUN_STG_ORDERS, CliRun, copy_project, free_port, run_cli
+from tests.fakes.openmetadata import FakeOpenMetadata, serve
 
 pytestmark = pytest.mark.integration
 SOURCE_NS = "mssql://source-sql:1433"
@@ -51,8 +51,7 @@ def _seed_source_server(om: FakeOpenMetadata) -> None:
 def om_runs(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[FakeOpenMetadata, CliRun, CliRun, int]]:
-    om = FakeOpenMetadata()
-    om.add_token("bot-jwt", Principal("ingestion-bot"))
+    om = FakeOpenMetadata.with_bot()
     _seed_source_server(om)
     proj = copy_project(tmp_path_factory.mktemp("om") / "project")
     (proj / "token").write_text("bot-jwt\n")
@@ -175,23 +174,14 @@ def test_om_down_for_the_whole_run_then_flush(tmp_path: Path) -> None:
     proj = copy_project(tmp_path / "project")
     (proj / "token").write_text("bot-jwt\n")
     dead = f"http://127.0.0.1:{free_port()}"
-    args = [
-        "build",
-        "--profiles-dir",
-        ".",
-        "-s",
-        "stg_orders",
-        "--duckdb-namespace",
-        "duckdb://pod/{alias}",
-    ]
+    args = ["build", *RUN_STG_ORDERS[1:]]
     down = run_cli(args, cwd=proj, env=_om_env(dead, proj / "token", retry_budget="1"))
     assert down.returncode == 0, down.stderr[-3000:]  # dbt's code: lineage never changes it
     outbox = proj / "target" / "dbt_oml" / "outbox" / "openmetadata.jsonl"
     kept = outbox.read_text().splitlines()
     assert len(kept) == 6  # every event of the run
     assert "NOT delivered" in down.stderr
-    om = FakeOpenMetadata()
-    om.add_token("bot-jwt", Principal("ingestion-bot"))
+    om = FakeOpenMetadata.with_bot()
     with serve(om) as url:
         flushed = run_cli(["flush"], cwd=proj, env=_om_env(url, proj / "token"))
     assert flushed.returncode == 0, flushed.stderr[-3000:]
@@ -202,19 +192,10 @@ def test_om_down_for_the_whole_run_then_flush(tmp_path: Path) -> None:
 
 
 def test_guard_keeps_oms_column_lineage(tmp_path: Path) -> None:
-    om = FakeOpenMetadata()
-    om.add_token("bot-jwt", Principal("ingestion-bot"))
+    om = FakeOpenMetadata.with_bot()
     token = tmp_path / "token"
     token.write_text("bot-jwt\n")
-    args = [
-        "run",
-        "--profiles-dir",
-        ".",
-        "-s",
-        "stg_orders",
-        "--duckdb-namespace",
-        "duckdb://pod/{alias}",
-    ]
+    args = RUN_STG_ORDERS
     with serve(om) as url:
         good = run_cli(args, cwd=copy_project(tmp_path / "a"), env=_om_env(url, token))
         assert good.returncode == 0, good.stderr[-3000:]
@@ -235,8 +216,7 @@ def test_guard_keeps_oms_column_lineage(tmp_path: Path) -> None:
 
 
 def test_dry_run_prints_the_bootstrap_plan(tmp_path: Path) -> None:
-    om = FakeOpenMetadata()
-    om.add_token("bot-jwt", Principal("ingestion-bot"))
+    om = FakeOpenMetadata.with_bot()
     proj = copy_project(tmp_path / "p")
     with serve(om) as url:
         (proj / "dbt-oml.yml").write_text(
