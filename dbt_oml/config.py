@@ -16,7 +16,7 @@ from typing import Any, Final
 import yaml
 
 from dbt_oml.errors import ConfigError
-from dbt_oml.events import JobNaming
+from dbt_oml.events import JobNaming, Orchestrator, RunRef
 
 #: The config file looked for in the working directory when none is named.
 DEFAULT_CONFIG_FILE: Final = "dbt-oml.yml"
@@ -54,6 +54,8 @@ class Settings:
     """An openlineage-python transport config; None = the client's own configuration."""
     relay: Mapping[str, Any] = field(default_factory=dict, repr=False)
     """`dbt-oml relay`: jetstream, openmetadata, durable, batch, dead_letter_subject."""
+    orchestrator: Orchestrator | None = None
+    """The orchestrator run that started dbt (OPENLINEAGE_CONTEXT, _PARENT_ID, _ROOT_PARENT_ID)."""
     om_transport: Mapping[str, Any] | None = field(default=None, repr=False)
     """The openmetadata transport the seed script's OM_* variables describe, if any."""
     openlineage_configured: bool = False
@@ -203,6 +205,55 @@ OM_ENV: Mapping[str, str] = {
 }
 
 
+def _run_ref(value: str, var: str) -> RunRef:
+    """`namespace/job_name/run_id`, as dbt-ol reads it (the job name may contain slashes)."""
+    namespace, _, rest = value.strip().partition("/")
+    name, _, run_id = rest.rpartition("/")
+    if not namespace or not name or not run_id:
+        raise ConfigError(
+            key=var, source="environment", reason=f"{value!r} is not namespace/job/run_id"
+        )
+    return RunRef(namespace=namespace, name=name, run_id=run_id)
+
+
+def _context_ref(doc: object, var: str) -> RunRef:
+    if not isinstance(doc, Mapping):
+        raise ConfigError(key=var, source="environment", reason="parent/root must be objects")
+    run, job = doc.get("run") or {}, doc.get("job") or {}
+    try:
+        return RunRef(
+            namespace=str(job["namespace"]), name=str(job["name"]), run_id=str(run["runId"])
+        )
+    except (KeyError, TypeError) as e:
+        raise ConfigError(key=var, source="environment", reason=f"missing {e}") from e
+
+
+def orchestrator(environ: Mapping[str, str]) -> Orchestrator | None:
+    """The orchestrator's runs from dbt-ol's variables: OPENLINEAGE_CONTEXT wins over the IDs.
+
+    >>> orchestrator({"OPENLINEAGE_PARENT_ID": "airflow/dag.task/01a2"}).parent.name
+    'dag.task'
+    """
+    if environ.get("OPENLINEAGE_CONTEXT"):
+        var = "OPENLINEAGE_CONTEXT"
+        try:
+            doc = json.loads(environ[var])
+        except json.JSONDecodeError as e:
+            raise ConfigError(key=var, source="environment", reason=f"invalid JSON ({e})") from e
+        parent_doc = doc.get("parent") if isinstance(doc, Mapping) else None
+        if parent_doc is None:
+            raise ConfigError(key=var, source="environment", reason="has no parent")
+        parent = _context_ref(parent_doc, var)
+        root = _context_ref(parent_doc["root"], var) if parent_doc.get("root") else parent
+        return Orchestrator(parent=parent, root=root)
+    if not environ.get("OPENLINEAGE_PARENT_ID"):
+        return None
+    parent = _run_ref(environ["OPENLINEAGE_PARENT_ID"], "OPENLINEAGE_PARENT_ID")
+    root_id = environ.get("OPENLINEAGE_ROOT_PARENT_ID")
+    root = _run_ref(root_id, "OPENLINEAGE_ROOT_PARENT_ID") if root_id else parent
+    return Orchestrator(parent=parent, root=root)
+
+
 def env_name(key: str) -> str:
     """The environment variable of a setting.
 
@@ -303,4 +354,5 @@ def load_settings(
         openlineage_configured=configured,
         config_file=config_path,
         om_transport=om_transport,
+        orchestrator=orchestrator(environ),
     )

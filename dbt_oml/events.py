@@ -75,6 +75,23 @@ class Invocation:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RunRef:
+    """A run of some job: an orchestrator's task or DAG run (OPENLINEAGE_PARENT_ID et al.)."""
+
+    namespace: str
+    name: str
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Orchestrator:
+    """The orchestrator run that started dbt, and the root of its run tree."""
+
+    parent: RunRef
+    root: RunRef
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EventSettings:
     """What shapes the events but does not come from dbt."""
 
@@ -87,6 +104,8 @@ class EventSettings:
     """The directory relative file paths in SQL are resolved against (dbt's working directory)."""
     project_root: str | None = None
     """The dbt project's directory (where seed files live)."""
+    orchestrator: Orchestrator | None = None
+    """The orchestrator run that started dbt: the invocation's parent, every run's root."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,18 +264,32 @@ class EventBuilder:
         )
 
     def parent_facet(self) -> dict[str, RunFacet]:
-        ns, name, rid = self.settings.job_namespace, self.parent_job, self.parent_run_id()
-        return {
-            "parent": parent_run.ParentRunFacet(
-                run=parent_run.Run(runId=rid),
-                job=parent_run.Job(namespace=ns, name=name),
-                root=parent_run.Root(
-                    run=parent_run.RootRun(runId=rid),
-                    job=parent_run.RootJob(namespace=ns, name=name),
-                ),
-                producer=self.settings.producer,
+        """Node runs: the invocation is the parent; the orchestrator's root (if any) the root."""
+        me = RunRef(
+            namespace=self.settings.job_namespace, name=self.parent_job, run_id=self.parent_run_id()
+        )
+        root = self.settings.orchestrator.root if self.settings.orchestrator else me
+        return {"parent": self._parent(me, root)}
+
+    def _parent(self, parent: RunRef, root: RunRef) -> parent_run.ParentRunFacet:
+        return parent_run.ParentRunFacet(
+            run=parent_run.Run(runId=parent.run_id),
+            job=parent_run.Job(namespace=parent.namespace, name=parent.name),
+            root=parent_run.Root(
+                run=parent_run.RootRun(runId=root.run_id),
+                job=parent_run.RootJob(namespace=root.namespace, name=root.name),
+            ),
+            producer=self.settings.producer,
+        )
+
+    def _invocation_facets(self) -> dict[str, RunFacet]:
+        """The invocation's own run facets: the orchestrator as its parent, when there is one."""
+        out = self.run_facets()
+        if self.settings.orchestrator is not None:
+            out["parent"] = self._parent(
+                self.settings.orchestrator.parent, self.settings.orchestrator.root
             )
-        }
+        return out
 
     def event(
         self,
@@ -288,12 +321,12 @@ class EventBuilder:
             rid=self.parent_run_id(),
             job=self.parent_job,
             job_facets={"jobType": facets.job_type("JOB", self.settings.producer)},
-            run_facets=self.run_facets(),
+            run_facets=self._invocation_facets(),
         )
 
     def parent_end(self, *, at: datetime, error: str | None) -> RunEvent:
         """COMPLETE (no error) or FAIL (with the error text) of the invocation's run."""
-        run_facets = self.run_facets()
+        run_facets = self._invocation_facets()
         if error is not None:
             run_facets["errorMessage"] = facets.error_message(error, self.settings.producer)
         return self.event(

@@ -127,6 +127,7 @@ def event_settings(settings: Settings, cwd: Path, project_root: Path) -> EventSe
         parent_job_name=settings.parent_job_name,
         job_naming=settings.job_naming,
         cwd=str(cwd),
+        orchestrator=settings.orchestrator,
     )
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,48 @@ def test_the_seed_scripts_om_variables_select_the_openmetadata_transport(tmp_pat
     assert "OM_HOST" not in repr(_load(tmp_path, env=env))
     # an explicit OpenLineage configuration wins over OM_*
     assert _load(tmp_path, env={**env, "OPENLINEAGE_URL": "http://marquez:5000"}).transport is None
+
+
+def test_orchestrator_from_parent_ids(tmp_path: Path) -> None:
+    env = {
+        "OPENLINEAGE_PARENT_ID": "airflow/etl.dbt_task/01a2-aaaa",
+        "OPENLINEAGE_ROOT_PARENT_ID": "airflow/etl/01a2-root",
+    }
+    orchestrator = _load(tmp_path, env=env).orchestrator
+    assert (
+        orchestrator.parent.namespace,
+        orchestrator.parent.name,
+        orchestrator.parent.run_id,
+    ) == ("airflow", "etl.dbt_task", "01a2-aaaa")
+    assert (orchestrator.root.name, orchestrator.root.run_id) == ("etl", "01a2-root")
+    only_parent = _load(
+        tmp_path, env={"OPENLINEAGE_PARENT_ID": "airflow/etl.dbt_task/01a2-aaaa"}
+    ).orchestrator
+    assert only_parent.root == only_parent.parent
+
+
+def test_orchestrator_context_wins(tmp_path: Path) -> None:
+    context = {
+        "parent": {
+            "run": {"runId": "p-run"},
+            "job": {"namespace": "ns", "name": "task"},
+            "root": {"run": {"runId": "r-run"}, "job": {"namespace": "ns", "name": "dag"}},
+        }
+    }
+    env = {"OPENLINEAGE_CONTEXT": json.dumps(context), "OPENLINEAGE_PARENT_ID": "x/y/z"}
+    orchestrator = _load(tmp_path, env=env).orchestrator
+    assert (orchestrator.parent.run_id, orchestrator.root.name) == ("p-run", "dag")
+
+
+@pytest.mark.parametrize(
+    ("env", "key"),
+    [
+        ({"OPENLINEAGE_PARENT_ID": "just-one-part"}, "OPENLINEAGE_PARENT_ID"),
+        ({"OPENLINEAGE_CONTEXT": "{nope"}, "OPENLINEAGE_CONTEXT"),
+        ({"OPENLINEAGE_CONTEXT": '{"parent": {"run": {}}}'}, "OPENLINEAGE_CONTEXT"),
+    ],
+)
+def test_bad_orchestrator_variables(tmp_path: Path, env: dict, key: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        _load(tmp_path, env=env)
+    assert err.value.key == key

@@ -193,3 +193,36 @@ def test_job_naming(mini_target: Path, naming: JobNaming, command: str, expected
 def test_commands_without_nodes_get_only_the_parent_run(mini_target: Path) -> None:
     events = _events(mini_target, command="compile")
     assert [e["job"]["name"] for e in events] == ["dbt-run-jaffle_oml"] * 2
+
+
+def test_orchestrator_parent_and_root(mini_target: Path) -> None:
+    from dbt_oml.events import Orchestrator, RunRef
+
+    parent = RunRef(
+        namespace="airflow", name="etl.dbt_task", run_id="01a22a97-0000-7000-8000-000000000001"
+    )
+    root = RunRef(namespace="airflow", name="etl", run_id="01a22a97-0000-7000-8000-000000000002")
+    arts = read_artifacts(mini_target)
+    inv = Invocation(
+        invocation_id="i", started_at=STARTED, command="build", project_name="jaffle_oml"
+    )
+    settings = EventSettings(
+        producer="https://example.com/p",
+        adapter_version="0",
+        orchestrator=Orchestrator(parent=parent, root=root),
+    )
+    events = [
+        Serde.to_dict(e)
+        for e in build_events(arts, invocation=inv, namespaces=NS, settings=settings)
+    ]
+    invocation_parent = events[0]["run"]["facets"]["parent"]
+    assert invocation_parent["run"]["runId"] == parent.run_id
+    assert (invocation_parent["job"]["namespace"], invocation_parent["job"]["name"]) == (
+        "airflow",
+        "etl.dbt_task",
+    )
+    assert invocation_parent["root"]["job"]["name"] == "etl"
+    node = next(e for e in events if e["job"]["name"].endswith("stg_orders.build.run"))
+    assert node["run"]["facets"]["parent"]["run"]["runId"] == events[0]["run"]["runId"]
+    assert node["run"]["facets"]["parent"]["root"]["run"]["runId"] == root.run_id
+    assert events[0]["job"]["namespace"] == "dbt"  # dbt-ol would use the parent's namespace here
