@@ -84,7 +84,8 @@ Every option also has a DBT_OML_<NAME> environment variable and a dbt-oml.yml ke
 Exit codes:
   0, 1, 2  dbt's own code, passed through (lineage problems never change it by default)
   3        dbt-oml usage or configuration error; dbt was not started
-  4        events could not be delivered (emit/replay; build with --fail-on-emit-error)
+  4        events could not be delivered (emit/replay/flush; relay --once; build with
+           --fail-on-emit-error), or the column-lineage guard refused to send
   5        a dbt-oml bug (traceback printed); after a dbt run, dbt's code still wins
 """
 
