@@ -226,3 +226,94 @@ def test_orchestrator_parent_and_root(mini_target: Path) -> None:
     assert node["run"]["facets"]["parent"]["run"]["runId"] == events[0]["run"]["runId"]
     assert node["run"]["facets"]["parent"]["root"]["run"]["runId"] == root.run_id
     assert events[0]["job"]["namespace"] == "dbt"  # dbt-ol would use the parent's namespace here
+
+
+DBT_OL_NAMES = [  # recorded from dbt-ol 1.54.0 in ../shared/ref/dbt-ol.md section 7
+    ("run", "model.jaffle_ol.stg_orders", "main", None, "warehouse.main.jaffle_ol.stg_orders"),
+    (
+        "build",
+        "model.jaffle_ol.stg_orders",
+        "main",
+        None,
+        "warehouse.main.jaffle_ol.stg_orders.build.run",
+    ),
+    (
+        "run",
+        "model.jaffle_ol.export_customers",
+        "main_mart",
+        None,
+        "other.main_mart.jaffle_ol.export_customers",
+    ),
+    (
+        "snapshot",
+        "snapshot.jaffle_ol.customers_snapshot",
+        "snapshots",
+        None,
+        "warehouse.snapshots.jaffle_ol.customers_snapshot.snapshot",
+    ),
+    (
+        "build",
+        "snapshot.jaffle_ol.customers_snapshot",
+        "snapshots",
+        None,
+        "warehouse.snapshots.jaffle_ol.customers_snapshot.build.snapshot",
+    ),
+    (
+        "test",
+        "model.jaffle_ol.customer_orders",
+        "main",
+        "test",
+        "warehouse.main.jaffle_ol.customer_orders.test",
+    ),
+    (
+        "build",
+        "model.jaffle_ol.customer_orders",
+        "main",
+        "test",
+        "warehouse.main.jaffle_ol.customer_orders.build.test",
+    ),
+    (
+        "test",
+        "source.jaffle_ol.app.payments",
+        "raw",
+        "test",
+        "warehouse.raw.source.jaffle_ol.app.payments.test",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "uid", "schema", "kind", "expected"), DBT_OL_NAMES, ids=[n[4] for n in DBT_OL_NAMES]
+)
+def test_job_names_match_dbt_ol(
+    command: str, uid: str, schema: str, kind: str | None, expected: str
+) -> None:
+    from dbt_oml.artifacts import Manifest, Node
+    from dbt_oml.events import EventBuilder
+
+    resource_type, package, *_rest = uid.split(".")
+    node = Node(
+        unique_id=uid,
+        resource_type=resource_type,
+        name=uid.split(".")[-1],
+        package_name=package,
+        database="other" if "export" in uid else "warehouse",
+        schema=schema,
+        identifier=uid.split(".")[-1],
+    )
+    builder = EventBuilder(
+        invocation=Invocation(
+            invocation_id="i", started_at=STARTED, command=command, project_name="jaffle_ol"
+        ),
+        namespaces=NS,
+        settings=EventSettings(producer="https://example.com/p", adapter_version="0"),
+        manifest=Manifest(
+            path="",
+            dbt_version="1",
+            invocation_id="i",
+            adapter_type="duckdb",
+            project_name="jaffle_ol",
+            nodes={uid: node},
+        ),
+    )
+    assert builder.job_name(node, kind) == expected
