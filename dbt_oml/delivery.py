@@ -115,6 +115,7 @@ class Delivery:
         self._target = target
         self._lock = threading.Lock()
         self._consecutive = 0
+        self.held = False  # set: keep events in the outbox instead of sending (refused on purpose)
         self.report = DeliveryReport()
 
     @property
@@ -126,6 +127,9 @@ class Delivery:
         return self._emitter
 
     def send(self, event: RunEvent) -> None:
+        if self.held:
+            self.keep(event)
+            return
         with self._lock:
             if self._emitter is None:
                 self.report.collected.append(to_dict(event))

@@ -209,7 +209,7 @@ def analyse_models(
         cached = cache.get(key) if cache is not None else None
         if cached is not None:
             report.cache_hits += 1
-            _record(report, tables, schema, node, cached, dialect)
+            _record(report, tables, schema, node, cached)
             continue
         todo.append((node, sql, key))
     total, finished = len(todo), 0
@@ -226,7 +226,7 @@ def analyse_models(
             report.analysed += 1
             if cache is not None:
                 cache.put(key, outcome)
-            _record(report, tables, schema, node, outcome, dialect)
+            _record(report, tables, schema, node, outcome)
         todo = [t for t in todo if t[0].unique_id not in done]
         finished = len(done)
         if progress is not None and done:
@@ -251,7 +251,7 @@ def analyse_models(
         report.analysed += 1
         if cache is not None:
             cache.put(key, lineage)
-        _record(report, tables, schema, node, lineage, dialect)
+        _record(report, tables, schema, node, lineage)
     return report
 
 
@@ -281,7 +281,6 @@ def _record(
     schema: _LazySchema,
     node: Node,
     lineage: ModelLineage,
-    dialect: str,  # noqa: ARG001
 ) -> None:
     report.models[node.unique_id] = lineage
     if node.unique_id not in tables.known:

@@ -88,11 +88,8 @@ def emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
     emitter, report.destination = make_emitter(settings, project.target_path)
     outbox = outbox_path(settings, project.target_path, invocation.invocation_id)
     delivery = Delivery(emitter, outbox=outbox, target=report.destination)
-    for event in events:
-        if report.refused is not None:
-            delivery.keep(event)
-        else:
-            delivery.send(event)
+    delivery.held = report.refused is not None
+    delivery.send_all(events)
     report.events_built = len(events)
     report.delivery = delivery.close()
     return report

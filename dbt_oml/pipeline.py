@@ -223,15 +223,13 @@ def build(
                 error=invocation.error,
                 lineage=lineage,
             )
+            delivery.held = report.refused is not None
             events[-1:-1] = _aborts(builder, artifacts, live.sent_starts, invocation.node_starts)
             for event in events[1:]:  # the parent START went out live
                 if event.eventType is RunState.START and event.run.runId in live.sent_starts:
                     continue
                 report.events_built += 1
-                if report.refused is not None:
-                    delivery.keep(event)
-                else:
-                    delivery.send(event)
+                delivery.send(event)
         else:
             report.events_built += 1
             delivery.send(builder.parent_end(at=invocation.ended_at, error=invocation.error))
