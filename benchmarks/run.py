@@ -64,10 +64,27 @@ def measure(commands: list[list[str]], cwd: Path, env: dict[str, str]) -> tuple[
     return wall, peak
 
 
+#: plain dbt with dbt-oml hidden from dbt's plugin discovery: "dbt-oml not installed"
+HIDDEN = (
+    "import pkgutil, sys\n"
+    "found = pkgutil.iter_modules\n"
+    "pkgutil.iter_modules = lambda *a, **k: (m for m in found(*a, **k) if m.name != 'dbt_oml')\n"
+    "from dbt.cli.main import cli\n"
+    "sys.argv[0] = 'dbt'\n"
+    "cli()\n"
+)
+#: variants run with the dbt plugin switched on
+PLUGIN_ON = {"dbt build, dbt-oml plugin on"}
+
+
 def variants() -> dict[str, list[list[str]]]:
     dbt, oml, ol = str(BIN / "dbt"), str(BIN / "dbt-oml"), str(BIN / "dbt-ol")
     return {
         "dbt build": [[dbt, "build", "--profiles-dir", "."]],
+        "dbt build, dbt-oml not installed": [
+            [str(BIN / "python"), "-c", HIDDEN, "build", "--profiles-dir", "."]
+        ],
+        "dbt build, dbt-oml plugin on": [[dbt, "build", "--profiles-dir", "."]],
         "dbt build + dbt docs generate": [
             [dbt, "build", "--profiles-dir", "."],
             [dbt, "docs", "generate", "--profiles-dir", "."],
@@ -84,7 +101,10 @@ def variants() -> dict[str, list[list[str]]]:
 
 
 #: What each variant's own cost is measured against: the same dbt work without lineage.
-BASELINE = {"dbt-oml build": "dbt build + dbt docs generate"}
+BASELINE = {
+    "dbt-oml build": "dbt build + dbt docs generate",
+    "dbt build": "dbt build, dbt-oml not installed",
+}
 
 
 def bench(name: str, models: int, repeats: int) -> list[str]:
@@ -97,6 +117,8 @@ def bench(name: str, models: int, repeats: int) -> list[str]:
             env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENLINEAGE", "DBT_"))}
             env["DO_NOT_TRACK"] = "1"
             env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"  # dbt-ol runs `dbt` from PATH
+            if variant in PLUGIN_ON:
+                env["DBT_OML_PLUGIN"] = "1"
             if variant.startswith("dbt-ol"):
                 env |= {
                     "OPENLINEAGE__TRANSPORT__TYPE": "file",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -48,6 +48,8 @@ class TestInfo:
     severity: str
     kwargs: tuple[tuple[str, str], ...] = ()
     attached_node: str | None = None
+    generic: bool = True
+    """False for singular tests (a SQL file in tests/)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,6 +152,19 @@ class RunResults:
     command: str | None
     args: Mapping[str, str] = field(default_factory=dict)
     results: tuple[NodeResult, ...] = ()
+
+
+def failure_summary(results: Iterable[tuple[str, str]]) -> str:
+    """One line naming the failed nodes of (unique_id, status) pairs.
+
+    >>> failure_summary([("model.p.a", "success"), ("model.p.b", "error")])
+    '1 node(s) failed: model.p.b (error)'
+    """
+    failed = [f"{uid} ({status})" for uid, status in results if status in {"error", "fail"}]
+    if not failed:
+        return "dbt reported failure"
+    shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+    return f"{len(failed)} node(s) failed: {shown}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -297,6 +312,7 @@ def _test_info(raw: dict[str, Any], config: dict[str, Any]) -> TestInfo:
         severity=severity,
         kwargs=kwargs,
         attached_node=_str(raw.get("attached_node")),
+        generic=meta is not None,
     )
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from dbt_oml.dbt_process import ProjectOptions
 
 from dbt_oml import __version__
+from dbt_oml.console import print_summary, progress_bar, setup_logging
 from dbt_oml.errors import ArtifactError, ConfigError, DbtOmlError
 
 logger = logging.getLogger("dbt_oml")
@@ -135,77 +136,6 @@ def split_args(argv: Sequence[str]) -> tuple[dict[str, object], list[str]]:
     if not params.get("namespaces"):
         params.pop("namespaces", None)
     return {k: v for k, v in params.items() if v is not None}, rest
-
-
-def _setup_logging(level: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("dbt-oml: %(levelname)s: %(message)s"))
-    logger.handlers[:] = [handler]
-    logger.setLevel(level)
-    logger.propagate = False
-
-
-def _progress_bar() -> Any:
-    """Column-lineage progress on stderr, only when stderr is a terminal (never in CI logs)."""
-    if not sys.stderr.isatty():
-        return None
-
-    def draw(done: int, total: int) -> None:
-        end = "\n" if done >= total else ""
-        click.echo(f"\rdbt-oml: column lineage {done}/{total} models", err=True, nl=False)
-        if end:
-            click.echo("", err=True)
-
-    return draw
-
-
-def _print_plan(settings: Any, events: list[dict[str, Any]]) -> None:
-    from dbt_oml.errors import DeliveryError
-    from dbt_oml.run_state import bootstrap_plan
-
-    try:
-        plan = bootstrap_plan(settings, events)
-    except (DeliveryError, ConfigError) as e:
-        click.echo(f"dbt-oml: no bootstrap plan: {e}", err=True)
-        return
-    if plan is not None:
-        click.echo("dbt-oml: OpenMetadata bootstrap plan (nothing written):", err=True)
-        for line in plan or ["nothing to create"]:
-            click.echo(f"  {line}", err=True)
-
-
-def _summary(report: Any, *, dry_run: bool, settings: Any = None) -> None:
-    delivery = report.delivery
-    if dry_run:
-        click.echo(json.dumps({"events": delivery.collected}, indent=1, sort_keys=True))
-        click.echo(f"dbt-oml: {report.events_built} events built (dry run, nothing sent)", err=True)
-        _print_plan(settings, delivery.collected)
-    else:
-        line = (
-            f"dbt-oml: {report.events_built} events, {delivery.delivered} delivered to "
-            f"{report.destination}"
-        )
-        if delivery.failed:
-            line += (
-                f"; {delivery.failed} NOT delivered, kept in {delivery.outbox} "
-                f"(send later: dbt-oml replay {delivery.outbox})"
-            )
-        click.echo(line, err=True)
-    if report.namespaces:
-        shown = ", ".join(f"{k} -> {v}" for k, v in sorted(report.namespaces.items()))
-        click.echo(f"dbt-oml: namespaces: {shown}", err=True)
-    if report.lineage_models or report.opaque:
-        click.echo(
-            f"dbt-oml: column lineage for {report.lineage_models} model(s); "
-            f"{len(report.opaque)} opaque (table-level lineage only)",
-            err=True,
-        )
-    for uid, reason in sorted(report.opaque.items()):
-        logger.warning("no column lineage for %s: %s", uid, reason)
-    if report.refused:
-        logger.error("events NOT sent (kept in %s): %s", delivery.outbox, report.refused)
-    for error in delivery.errors[:3]:
-        logger.error("delivery: %s", error)
 
 
 def _project_options(opts: dict[str, Any], cwd: Path) -> ProjectOptions:
@@ -362,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         click.echo(f"dbt-oml: {e}", err=True)
         return ExitCode.USAGE
-    _setup_logging(settings.oml_log_level)
+    setup_logging(settings.oml_log_level)
     os.environ.setdefault("DO_NOT_TRACK", "1")  # no usage-stats posts from inside a pod
     command = rest[0] if rest else ""
     if command in {"emit", "send-events", "replay", "flush", "lineage", "relay"}:
@@ -374,9 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         stream = sys.stderr if settings.dry_run else sys.stdout
         with contextlib.redirect_stdout(stream):
-            report = pipeline.build(
-                settings, rest, cwd=cwd, report=report, progress=_progress_bar()
-            )
+            report = pipeline.build(settings, rest, cwd=cwd, report=report, progress=progress_bar())
     except ConfigError as e:
         click.echo(f"dbt-oml: {e}", err=True)
         return report.dbt_return_code if report.dbt_return_code is not None else ExitCode.USAGE
@@ -391,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return ExitCode.BUG
         return report.dbt_return_code
     if report.dbt_return_code is not None and (report.events_built or settings.dry_run):
-        _summary(report, dry_run=settings.dry_run, settings=settings)
+        print_summary(report, dry_run=settings.dry_run, settings=settings)
     elif report.dbt_return_code == ExitCode.DBT_ERROR and report.dbt_error:
         click.echo(f"dbt: {report.dbt_error}", err=True)  # in-process dbt does not print these
     for problem in report.problems:
@@ -426,7 +354,10 @@ def _own_command(command: str, settings: Any, rest: list[str], cwd: Path) -> int
                 )
             report = offline.replay(settings, [Path(p) for p in rest], target_path=cwd / "target")
         else:
-            report = _emit(settings, rest, cwd)
+            # dbt's own log lines (adapter imports) must not mix into --dry-run's JSON
+            stream = sys.stderr if settings.dry_run else sys.stdout
+            with contextlib.redirect_stdout(stream):
+                report = _emit(settings, rest, cwd)
     except click.ClickException as e:
         click.echo(f"dbt-oml {command}: {e.format_message()}", err=True)
         return ExitCode.USAGE
@@ -440,7 +371,7 @@ def _own_command(command: str, settings: Any, rest: list[str], cwd: Path) -> int
         traceback.print_exc()
         click.echo(f"dbt-oml {command}: internal error (a bug; please report it)", err=True)
         return ExitCode.BUG
-    _summary(report, dry_run=settings.dry_run, settings=settings)
+    print_summary(report, dry_run=settings.dry_run, settings=settings)
     for problem in report.problems:
         logger.warning("%s", problem)
     failed = report.delivery.failed or (report.refused and not settings.dry_run)

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dbt_oml.artifacts import parse_time
+from dbt_oml.artifacts import failure_summary, parse_time
 from dbt_oml.errors import ConfigError
 from dbt_oml.namespaces import CatalogSpec
 
@@ -133,7 +133,7 @@ def _context_from_dbt(invocation_id: str) -> DbtContext | None:
     )
 
 
-class _Bridge:
+class Bridge:
     """dbt callback -> queue -> listener thread. The callback never raises."""
 
     def __init__(self, listener: Listener | None) -> None:
@@ -189,7 +189,7 @@ def run_dbt(args: Sequence[str], listener: Listener | None = None) -> DbtInvocat
     """Run one dbt command in this process, feeding node starts to `listener` as they happen."""
     from dbt.cli.main import dbtRunner
 
-    bridge = _Bridge(listener)
+    bridge = Bridge(listener)
     try:
         result = dbtRunner(callbacks=[bridge.callback]).invoke(list(args))
     finally:
@@ -210,15 +210,10 @@ def run_dbt(args: Sequence[str], listener: Listener | None = None) -> DbtInvocat
 
 
 def _failure_summary(result: object) -> str:
-    failed = [
-        f"{r.node.unique_id} ({getattr(r.status, 'value', r.status)})"
+    return failure_summary(
+        (r.node.unique_id, str(getattr(r.status, "value", r.status)))
         for r in getattr(result, "results", None) or ()
-        if str(getattr(r.status, "value", r.status)) in {"error", "fail"}
-    ]
-    if not failed:
-        return "dbt reported failure"
-    shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
-    return f"{len(failed)} node(s) failed: {shown}"
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -276,6 +271,8 @@ def resolve_project(options: ProjectOptions) -> ResolvedProject:
         )
         project = load_project(str(project_dir), False, loaded, options.cli_vars)
     except DbtBaseException as e:
+        if "Could not find adapter type" in str(e):
+            return _without_adapter(options, profiles)
         lines = str(e).strip().splitlines()
         raise ConfigError(
             key="profile",
@@ -293,6 +290,54 @@ def resolve_project(options: ProjectOptions) -> ResolvedProject:
         target_path=target_path if target_path.is_absolute() else project_dir / target_path,
         adapter_type=adapter,
         catalogs=catalogs_of(adapter, loaded.credentials),
+    )
+
+
+def _without_adapter(options: ProjectOptions, profiles: Path) -> ResolvedProject:
+    """Artifacts from a warehouse whose dbt adapter is not installed here (emit, lineage).
+
+    dbt's loaders still read and render the project and the profile (env_var, vars); the
+    target's type, host, port and database give the catalog, as the adapter's credentials would.
+    """
+    from types import SimpleNamespace
+
+    from dbt.config.profile import read_profile
+    from dbt.config.project import load_raw_project
+    from dbt.config.renderer import ProfileRenderer
+
+    raw_project = load_raw_project(str(options.project_dir))
+    profile_name = options.profile or str(raw_project.get("profile") or "")
+    renderer = ProfileRenderer(options.cli_vars)
+    raw = read_profile(str(profiles)).get(profile_name) or {}
+    target_name = options.target or str(renderer.render_value(raw.get("target") or "default"))
+    output = (raw.get("outputs") or {}).get(target_name)
+    if not isinstance(output, dict):
+        raise ConfigError(
+            key="profile",
+            source=str(profiles),
+            reason=f"no target {target_name!r} in profile {profile_name!r}",
+            hint="pass --profiles-dir/--profile/--target as for dbt",
+        )
+    target = renderer.render_data(output)
+    adapter = str(target.get("type") or "")
+    credentials = SimpleNamespace(
+        host=target.get("host") or target.get("server"),
+        port=target.get("port"),
+        database=target.get("database") or target.get("dbname") or target.get("project"),
+        path=target.get("path"),
+        attach=None,
+    )
+    target_path = options.target_path or Path(str(raw_project.get("target-path") or "target"))
+    return ResolvedProject(
+        project_name=str(raw_project.get("name") or options.project_dir.name),
+        project_dir=options.project_dir,
+        profile_name=profile_name or None,
+        target_name=target_name,
+        target_path=(
+            target_path if target_path.is_absolute() else options.project_dir / target_path
+        ),
+        adapter_type=adapter,
+        catalogs=catalogs_of(adapter, credentials),
     )
 
 

@@ -1,7 +1,9 @@
-"""dbt tests as data-quality events: one run per tested dataset, at the tests' real times.
+"""dbt tests as data-quality events, at the tests' real times.
 
-Pure. Keeps dbt-ol's `dataQualityAssertions` shape (in `inputFacets`, and in `facets` as dbt-ol
-also sends them) so consumers of dbt-ol keep working.
+Pure. Two views of the same results: one run per tested dataset carrying dbt-ol's
+`dataQualityAssertions` (in `inputFacets`, and in `facets` as dbt-ol also sends them), so
+consumers of dbt-ol keep working; and one run per test (job = the test's unique_id, as dbt-ol
+names singular tests) with its own start and end and a TestRunFacet.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ def tested_node(builder: EventBuilder, test: Node) -> Node | None:
     if test.test is not None and test.test.attached_node:
         return builder.manifest.get(test.test.attached_node)
     parents = [p for p in (builder.manifest.get(u) for u in test.depends_on) if p and p.is_relation]
+    if len(parents) > 1 and test.test is not None and test.test.generic:
+        # manifests before attached_node: dbt names a generic test `<test>_<model>_<args>`
+        prefix = f"{test.test.assertion}_"
+        parents = [p for p in parents if test.name.startswith(f"{prefix}{p.name}_")]
     return parents[0] if len(parents) == 1 else None
 
 
@@ -42,6 +48,7 @@ def test_events(builder: EventBuilder, results: Iterable[NodeResult]) -> list[Ru
     events: list[RunEvent] = []
     producer = builder.settings.producer
     for uid, items in sorted(by_dataset.items()):
+        items.sort(key=lambda item: item[0].unique_id)  # not dbt's thread-dependent order
         target = builder.manifest.nodes[uid]
         starts = [r.started_at for _, r in items if r.started_at]
         ends = [r.completed_at for _, r in items if r.completed_at]
@@ -100,3 +107,48 @@ def _test_run(
             (RunState.FAIL if failed else RunState.COMPLETE, end),
         )
     ]
+
+
+def per_test_events(builder: EventBuilder, results: Iterable[NodeResult]) -> list[RunEvent]:
+    """START and COMPLETE/FAIL of every executed test, at its own times, with the TestRunFacet."""
+    events: list[RunEvent] = []
+    producer = builder.settings.producer
+    for result in results:
+        test = builder.manifest.get(result.unique_id)
+        start, end = result.started_at, result.completed_at
+        if test is None or test.test is None or result.status == "skipped" or start is None:
+            continue
+        run_facets = {
+            **builder.run_facets(),
+            **builder.parent_facet(),
+            **facets.tags(test, producer),
+            **facets.test_execution(
+                test=test,
+                status=result.status,
+                failures=result.failures,
+                sql=result.compiled_code or test.compiled_code,
+                producer=producer,
+            ),
+        }
+        tested = [
+            builder.input_dataset(node)
+            for node in builder.manifest.relations_read(test)
+            if node.is_relation
+        ]
+        failed = result.status in {"fail", "error"}
+        for state, at in (
+            (RunState.START, start),
+            (RunState.FAIL if failed else RunState.COMPLETE, end or start),
+        ):
+            events.append(
+                builder.event(
+                    state=state,
+                    at=at,
+                    rid=builder.node_run_id(test.unique_id, start),
+                    job=test.unique_id,
+                    job_facets={"jobType": facets.job_type("TEST", producer)},
+                    run_facets=run_facets,
+                    inputs=tested,
+                )
+            )
+    return events

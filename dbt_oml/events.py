@@ -25,7 +25,7 @@ from openlineage.client.facet_v2 import JobFacet, RunFacet, parent_run
 
 from dbt_oml import facets
 from dbt_oml.artifacts import Catalog, Column, Manifest, Node, NodeResult, RunArtifacts
-from dbt_oml.dq_events import test_events
+from dbt_oml.dq_events import per_test_events, test_events
 from dbt_oml.filerefs import file_dataset, file_paths
 from dbt_oml.ids import run_id
 from dbt_oml.lineage import ModelLineage, SourceColumn
@@ -201,7 +201,7 @@ class EventBuilder:
         """The relations a node reads, looking through ephemeral models to what they read."""
         return self.manifest.relations_read(node)
 
-    def _input(self, node: Node) -> InputDataset:
+    def input_dataset(self, node: Node) -> InputDataset:
         ref = self.dataset(node)
         return InputDataset(
             namespace=ref.namespace,
@@ -215,7 +215,7 @@ class EventBuilder:
         )
 
     def inputs(self, node: Node, sql: str | None) -> list[InputDataset]:
-        out = [self._input(parent) for parent in self.upstream(node)]
+        out = [self.input_dataset(parent) for parent in self.upstream(node)]
         paths = file_paths(sql, dialect=self.invocation.adapter_type) if sql else []
         cwd = self.settings.cwd
         if node.resource_type == "seed" and node.original_file_path:
@@ -479,7 +479,9 @@ def build_events(
     body: list[RunEvent] = []
     results = artifacts.run_results.results if artifacts.run_results else ()
     for result in results:
+        # a node that failed before dbt timed it still ran: it starts with the invocation
         started = (node_starts or {}).get(result.unique_id) or result.started_at
+        started = started or (invocation.started_at if result.status == "error" else None)
         if started is None:
             continue
         start = builder.node_start(result.unique_id, started)
@@ -487,14 +489,11 @@ def build_events(
         if start is not None and end is not None:
             body += [start, end]
     if invocation.command in BUILD_COMMANDS:
-        body += test_events(builder, results)
+        body += test_events(builder, results) + per_test_events(builder, results)
     body.sort(key=lambda e: e.eventTime)
     last = max((e.eventTime for e in body), default=None)
-    end_at = ended_at or (
-        max(r.completed_at for r in results if r.completed_at)
-        if any(r.completed_at for r in results)
-        else invocation.started_at
-    )
+    ends = [r.completed_at for r in results if r.completed_at]
+    end_at = ended_at or max(ends, default=invocation.started_at)
     if last is not None and format_time(end_at) < last:
-        end_at = max(r.completed_at for r in results if r.completed_at)
+        end_at = max(ends, default=end_at)
     return [builder.parent_start(), *body, builder.parent_end(at=end_at, error=error)]

@@ -28,6 +28,7 @@ from openlineage.client.facet_v2 import (
     schema_dataset,
     sql_job,
     tags_run,
+    test_run,
 )
 
 from dbt_oml.artifacts import Column, Node
@@ -193,6 +194,31 @@ def assertion(
         actual=None if failures is None else str(failures),
         params=params,
     )
+
+
+#: dbt test statuses as TestRunFacet reports them (pass / fail / skip).
+_TEST_STATUS = {"pass": "pass", "success": "pass", "skipped": "skip"}
+
+
+def test_execution(
+    *, test: Node, status: str, failures: int | None, sql: str | None, producer: str
+) -> dict[str, RunFacet]:
+    """The `test` run facet (TestRunFacet) of one dbt test's own run."""
+    info = test.test
+    assert info is not None
+    execution = test_run.TestExecution(
+        name=test.unique_id,
+        status=_TEST_STATUS.get(status, "fail"),
+        severity=info.severity,
+        type=info.assertion if info.generic else "singular",
+        description=test.description or None,
+        expected="0",
+        actual=None if failures is None else str(failures),
+        content=sql,
+        contentType="sql" if sql else None,
+        params=dict(info.kwargs),
+    )
+    return {"test": test_run.TestRunFacet(tests=[execution], producer=producer)}
 
 
 def assertions(

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from dbt_oml.artifacts import RunArtifacts, read_artifacts
+from dbt_oml.artifacts import RunArtifacts, failure_summary, read_artifacts
 from dbt_oml.config import Settings
 from dbt_oml.dbt_process import ProjectOptions, ResolvedProject, resolve_project
 from dbt_oml.delivery import Delivery, read_outbox
@@ -65,7 +65,7 @@ def emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
     invocation = _invocation(project, artifacts)
     results = artifacts.run_results
     assert results is not None
-    failed = [r.unique_id for r in results.results if r.status in {"error", "fail"}]
+    failed = [r for r in results.results if r.status in {"error", "fail"}]
     lineage = column_lineage_for(
         settings,
         artifacts,
@@ -82,7 +82,7 @@ def emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
         settings=event_settings(settings, cwd, project.project_dir),
         node_starts=read_node_starts(project.target_path, invocation.invocation_id),
         ended_at=results.generated_at,
-        error=f"{len(failed)} node(s) failed: {', '.join(failed[:5])}" if failed else None,
+        error=failure_summary((r.unique_id, r.status) for r in failed) if failed else None,
         lineage=lineage,
     )
     emitter, report.destination = make_emitter(settings, project.target_path)

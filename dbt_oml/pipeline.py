@@ -175,71 +175,112 @@ def build(
     `report` is filled in as the run goes, so a caller still knows dbt's exit code if
     something after dbt fails.
     """
+    from dbt_oml.plugin import suppressed
+
     report = report if report is not None else Report()
     live = LiveEmitter(settings, cwd=cwd, report=report)
-    invocation = run_dbt(dbt_args, live)
-    report.dbt_return_code = invocation.return_code
-    report.dbt_error = invocation.error
-    report.problems += invocation.listener_errors
-    ctx = live.context
-    if ctx is None or live.delivery is None or live.builder is None:
-        return report  # dbt stopped before resolving a profile (usage error, --version, ...)
-    builder, delivery = live.builder, live.delivery
+    with suppressed():  # the dbt plugin stays inert inside dbt-oml's own dbt runs
+        invocation = run_dbt(dbt_args, live)
+        report.dbt_return_code = invocation.return_code
+        report.dbt_error = invocation.error
+        report.problems += invocation.listener_errors
+        ctx = live.context
+        if ctx is None or live.delivery is None:
+            return report  # dbt stopped before resolving a profile (usage error, --version, ...)
+        error = invocation.error
+        artifacts = None
+        try:
+            if ctx.command in BUILD_COMMANDS and _keep_build_artifacts(ctx):
+                write_node_starts(ctx, invocation.node_starts)
+                artifacts = _artifacts_with_catalog(settings, ctx, report)
+        except DbtOmlError as e:
+            report.problems.append(str(e))
+            error = error or str(e)
+    finish(
+        live,
+        artifacts,
+        node_starts=invocation.node_starts,
+        ended_at=invocation.ended_at,
+        error=error,
+        progress=progress,
+    )
+    return report
+
+
+def _artifacts_with_catalog(settings: Settings, ctx: DbtContext, report: Report) -> RunArtifacts:
+    """The build's artifacts, with this run's catalog.json (from `dbt docs generate`)."""
+    if settings.docs_generate and ctx.command in CATALOG_COMMANDS:
+        docs = run_dbt(docs_generate_args(ctx))
+        if docs.return_code != 0:
+            report.problems.append(
+                f"dbt docs generate failed ({docs.error}); schema facets use the declared columns"
+            )
+    artifacts = read_artifacts(ctx.target_path)
+    if not settings.docs_generate and artifacts.catalog is not None:
+        generated = artifacts.catalog.generated_at
+        if generated is None or generated < ctx.started_at:
+            return RunArtifacts(manifest=artifacts.manifest, run_results=artifacts.run_results)
+    return artifacts
+
+
+def finish(
+    live: LiveEmitter,
+    artifacts: RunArtifacts | None,
+    *,
+    node_starts: Mapping[str, datetime],
+    ended_at: datetime,
+    error: str | None,
+    progress: Progress | None = None,
+) -> None:
+    """After dbt: the terminal events (column lineage included), then close the delivery.
+
+    Shared by `dbt-oml build` and the dbt plugin. Without artifacts (a command that builds
+    nothing, a parse error) only the invocation's run is ended.
+    """
+    settings, report = live.settings, live.report
+    builder, delivery, ctx = live.builder, live.delivery, live.context
+    assert builder is not None
+    assert delivery is not None
+    assert ctx is not None
     try:
-        if ctx.command in BUILD_COMMANDS and _keep_build_artifacts(ctx):
-            write_node_starts(ctx, invocation.node_starts)
-            if settings.docs_generate and ctx.command in CATALOG_COMMANDS:
-                docs = run_dbt(docs_generate_args(ctx))
-                if docs.return_code != 0:
-                    report.problems.append(
-                        f"dbt docs generate failed ({docs.error}); schema facets use the "
-                        "declared columns"
-                    )
-            artifacts = read_artifacts(ctx.target_path)
-            if not settings.docs_generate and artifacts.catalog is not None:
-                generated = artifacts.catalog.generated_at
-                if generated is None or generated < ctx.started_at:
-                    artifacts = RunArtifacts(
-                        manifest=artifacts.manifest, run_results=artifacts.run_results
-                    )
-            lineage = column_lineage_for(
-                settings,
-                artifacts,
-                project_root=ctx.project_root,
-                target_path=ctx.target_path,
-                dialect=ctx.adapter_type,
-                default_catalog=ctx.catalogs[0].alias if ctx.catalogs else None,
-                report=report,
-                progress=progress,
-                extra=catalog_lookup(delivery.emitter, builder),
-            )
-            events = build_events(
-                artifacts,
-                invocation=builder.invocation,
-                namespaces=builder.namespaces,
-                settings=builder.settings,
-                node_starts=invocation.node_starts,
-                ended_at=invocation.ended_at,
-                error=invocation.error,
-                lineage=lineage,
-            )
-            delivery.held = report.refused is not None
-            events[-1:-1] = _aborts(builder, artifacts, live.sent_starts, invocation.node_starts)
-            for event in events[1:]:  # the parent START went out live
-                if event.eventType is RunState.START and event.run.runId in live.sent_starts:
-                    continue
-                report.events_built += 1
-                delivery.send(event)
-        else:
+        if artifacts is None:
             report.events_built += 1
-            delivery.send(builder.parent_end(at=invocation.ended_at, error=invocation.error))
+            delivery.send(builder.parent_end(at=ended_at, error=error))
+            return
+        lineage = column_lineage_for(
+            settings,
+            artifacts,
+            project_root=ctx.project_root,
+            target_path=ctx.target_path,
+            dialect=ctx.adapter_type,
+            default_catalog=ctx.catalogs[0].alias if ctx.catalogs else None,
+            report=report,
+            progress=progress,
+            extra=catalog_lookup(delivery.emitter, builder),
+        )
+        events = build_events(
+            artifacts,
+            invocation=builder.invocation,
+            namespaces=builder.namespaces,
+            settings=builder.settings,
+            node_starts=node_starts,
+            ended_at=ended_at,
+            error=error,
+            lineage=lineage,
+        )
+        delivery.held = report.refused is not None
+        events[-1:-1] = _aborts(builder, artifacts, live.sent_starts, node_starts)
+        for event in events[1:]:  # the parent START went out live
+            if event.eventType is RunState.START and event.run.runId in live.sent_starts:
+                continue
+            report.events_built += 1
+            delivery.send(event)
     except DbtOmlError as e:
         report.problems.append(str(e))
         report.events_built += 1
-        delivery.send(builder.parent_end(at=invocation.ended_at, error=invocation.error or str(e)))
+        delivery.send(builder.parent_end(at=ended_at, error=error or str(e)))
     finally:
         report.delivery = delivery.close()
-    return report
 
 
 def _aborts(

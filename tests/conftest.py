@@ -106,6 +106,38 @@ def run_cli(
     )
 
 
+def run_plain_dbt(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+) -> CliRun:
+    """Run plain `dbt` (no wrapper) in a subprocess, where dbt finds dbt-oml's plugin.
+
+    dbt discovers plugins with pkgutil over sys.path; a setuptools editable install hides the
+    package behind an import hook, so the checkout goes on PYTHONPATH (a wheel needs nothing).
+    """
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("dbt")), *args],
+        cwd=cwd,
+        env=clean_env({"PYTHONPATH": str(ROOT), **(env or {})}),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    target = cwd / "target"
+    return CliRun(
+        returncode=proc.returncode,
+        stdout=proc.stdout,
+        stderr=proc.stderr,
+        events=read_events(target / "openlineage" / "events.jsonl"),
+        project=cwd,
+        target=target,
+    )
+
+
 def copy_project(dest: Path) -> Path:
     ignore = shutil.ignore_patterns("target*", "logs", "*.duckdb", "*.wal", ".user.yml")
     shutil.copytree(PROJECT, dest, ignore=ignore)

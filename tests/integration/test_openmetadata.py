@@ -179,7 +179,7 @@ def test_om_down_for_the_whole_run_then_flush(tmp_path: Path) -> None:
     assert down.returncode == 0, down.stderr[-3000:]  # dbt's code: lineage never changes it
     outbox = proj / "target" / "dbt_oml" / "outbox" / "openmetadata.jsonl"
     kept = outbox.read_text().splitlines()
-    assert len(kept) == 6  # every event of the run
+    assert len(kept) == 10  # every event of the run
     assert "NOT delivered" in down.stderr
     om = FakeOpenMetadata.with_bot()
     with serve(om) as url:

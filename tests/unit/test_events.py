@@ -167,6 +167,43 @@ def test_tests_become_assertions_on_the_tested_dataset(mini_target: Path) -> Non
     assert source_tests["inputs"][0]["name"] == "crm.sales.Customers"
 
 
+def test_assertions_are_in_test_order_not_dbt_thread_order(mini_target: Path) -> None:
+    event = _by(_events(mini_target), "core_orders.build.test", "COMPLETE")
+    names = [
+        a["name"] for a in event["inputs"][0]["inputFacets"]["dataQualityAssertions"]["assertions"]
+    ]
+    assert names == sorted(names)
+    assert len(names) == 4
+
+
+def test_a_run_per_test_at_its_own_times(mini_target: Path) -> None:
+    events = _events(mini_target)
+    uid = "test.jaffle_oml.unique_core_orders_order_id.a285d84b0f"
+    start, end = _by(events, uid, "START"), _by(events, uid, "COMPLETE")
+    assert start["eventTime"] == "2026-11-30T03:56:24.766Z"
+    assert end["eventTime"] > start["eventTime"]
+    assert start["run"]["runId"] == end["run"]["runId"]
+    assert start["job"]["facets"]["jobType"]["jobType"] == "TEST"
+    assert [i["name"] for i in end["inputs"]] == ["warehouse.core.core_orders"]
+    assert "dataQualityAssertions" not in end["inputs"][0].get("inputFacets", {})
+    (execution,) = end["run"]["facets"]["test"]["tests"]
+    assert execution["name"] == uid
+    assert execution["status"] == "pass"
+    assert execution["type"] == "unique"
+    assert execution["severity"] == "error"
+    assert execution["actual"] == "0"
+    assert execution["contentType"] == "sql"
+    assert "order_id" in execution["content"]
+    parent = _by(events, "dbt-run-jaffle_oml", "START")
+    assert end["run"]["facets"]["parent"]["run"]["runId"] == parent["run"]["runId"]
+    # a singular test reads two relations: one run, both inputs, type "singular"
+    singular = _by(events, "test.jaffle_oml.assert_revenue_not_negative", "COMPLETE")
+    assert singular["run"]["facets"]["test"]["tests"][0]["type"] == "singular"
+    assert singular["inputs"]
+    tests = {e["job"]["name"] for e in events if e["job"]["name"].startswith("test.")}
+    assert len(tests) == 6
+
+
 def test_run_ids_are_deterministic_and_use_observed_starts(mini_target: Path) -> None:
     first, second = _events(mini_target), _events(mini_target)
     assert [e["run"]["runId"] for e in first] == [e["run"]["runId"] for e in second]

@@ -46,6 +46,10 @@ def test_core_imports_no_io_libraries() -> None:
         "dbt_oml.offline",
         "dbt_oml.lineage_run",
         "dbt_oml.lineage_cache",
+        "dbt_oml.console",
+        "dbt_oml.plugin",
+        "dbt_oml.plugin_session",
+        "dbt_oml.relation_columns",
     }
     assert not banned & loaded
 
@@ -55,6 +59,12 @@ def test_import_is_inert_and_cheap() -> None:
     assert "dbt" not in loaded
     assert "openlineage" not in loaded
     assert "sqlglot" not in loaded
+
+
+def test_the_dbt_plugin_module_is_light_until_switched_on() -> None:
+    # dbt imports it in every command; the heavy parts load only in a switched-on session
+    loaded = _modules_after_import("dbt_oml.plugin")
+    assert not {"openlineage", "sqlglot", "dbt_oml.pipeline", "dbt_oml.config"} & loaded
 
 
 def test_public_api() -> None:

@@ -1,0 +1,97 @@
+"""dbt-core plugin: the events of `dbt-oml build` from inside a plain `dbt build` (opt-in).
+
+dbt-core imports every installed top-level `dbt_*` module and instantiates the classes in its
+`plugins` list once per command (`dbt.plugins.manager`, marked experimental by dbt). `dbt_oml`
+exposes this module's `plugins` lazily, so the import stays cheap. The plugin does nothing unless
+switched on (`DBT_OML_PLUGIN=1`, or the dbt var `dbt_oml_plugin: true`), and never inside dbt-oml's
+own dbt runs. A failure inside it is reported on one line and never breaks or hangs dbt.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from dbt.plugins.manager import dbtPlugin
+
+#: The environment variable and the dbt var that switch the plugin on.
+ENV_SWITCH = "DBT_OML_PLUGIN"
+VAR_SWITCH = "dbt_oml_plugin"
+_TRUE = frozenset({"1", "true", "yes", "on"})
+
+_lock = threading.Lock()
+_wrapper_runs = 0
+
+
+@contextmanager
+def suppressed() -> Iterator[None]:
+    """dbt runs inside this block (dbt-oml's own) leave the plugin inert: no events twice."""
+    global _wrapper_runs
+    with _lock:
+        _wrapper_runs += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _wrapper_runs -= 1
+
+
+def switched_on(environ: Mapping[str, str], dbt_vars: Mapping[str, Any]) -> bool:
+    """Whether the plugin is on: the environment variable, else the dbt var.
+
+    >>> switched_on({"DBT_OML_PLUGIN": "1"}, {}), switched_on({}, {"dbt_oml_plugin": True})
+    (True, True)
+    >>> switched_on({"DBT_OML_PLUGIN": "0"}, {"dbt_oml_plugin": True}), switched_on({}, {})
+    (False, False)
+    """
+    if environ.get(ENV_SWITCH, "").strip():
+        return environ[ENV_SWITCH].strip().lower() in _TRUE
+    return str(dbt_vars.get(VAR_SWITCH, "")).strip().lower() in _TRUE
+
+
+def _dbt_vars() -> dict[str, Any]:
+    """The project's top-level vars overlaid with --vars, as dbt resolved them."""
+    import click
+    from dbt.flags import get_flags
+
+    out: dict[str, Any] = {}
+    ctx = click.get_current_context(silent=True)
+    project = (ctx.obj or {}).get("project") if ctx is not None else None
+    project_vars = getattr(getattr(project, "vars", None), "vars", None)
+    if isinstance(project_vars, dict):
+        out.update({k: v for k, v in project_vars.items() if not isinstance(v, dict)})
+    cli_vars = getattr(get_flags(), "VARS", None)  # type: ignore[no-untyped-call]
+    if isinstance(cli_vars, dict):
+        out.update(cli_vars)
+    return out
+
+
+def warn(message: str) -> None:
+    """One line on stderr: the plugin never raises into dbt."""
+    sys.stderr.write(f"dbt-oml plugin: {message}\n")
+
+
+class DbtOmlPlugin(dbtPlugin):
+    """Subscribes a dbt-oml session to dbt's events for this command, when switched on."""
+
+    def initialize(self) -> None:
+        import os
+
+        try:
+            if _wrapper_runs or not switched_on(os.environ, _dbt_vars()):
+                return
+            from dbt_common.events.event_manager_client import add_callback_to_manager
+
+            from dbt_oml.plugin_session import PluginSession
+
+            session = PluginSession.start(os.environ)
+            if session is not None:
+                add_callback_to_manager(session.callback)
+        except Exception as e:  # noqa: BLE001 - dbt turns any exception here into a failed command
+            warn(f"not started ({type(e).__name__}: {e}); dbt runs without lineage")
+
+
+plugins = [DbtOmlPlugin]

@@ -1,0 +1,149 @@
+"""Plugin mode: a plain `dbt build` (no wrapper) emits what `dbt-oml build` emits.
+
+Each plain run is a real `dbt` process that discovers dbt-oml as a dbt-core plugin. The events
+are compared with the wrapper's after removing only what differs between any two runs: run ids,
+times, dbt's invocation id and the project's directory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import (
+    RUN_STG_ORDERS,
+    CliRun,
+    copy_project,
+    free_port,
+    run_cli,
+    run_plain_dbt,
+)
+
+pytestmark = pytest.mark.integration
+PARENT = "dbt-run-jaffle_oml"
+_PER_RUN = {"runId", "eventTime", "invocation_id"}
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _scrub(v) for k, v in value.items() if k not in _PER_RUN}
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def comparable(run: CliRun) -> dict[tuple[str, str], list[str]]:
+    """Events by (eventType, job), without what differs between any two runs."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for event in run.events:
+        text = json.dumps(event).replace(str(run.project), "<project>")
+        doc = _scrub(json.loads(text))
+        out.setdefault((doc["eventType"], doc["job"]["name"]), []).append(
+            json.dumps(doc, sort_keys=True)
+        )
+    return {k: sorted(v) for k, v in out.items()}
+
+
+@pytest.fixture(scope="module")
+def plugin_built(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
+    proj = copy_project(tmp_path_factory.mktemp("plugin") / "project")
+    return run_plain_dbt(["build", "--profiles-dir", "."], cwd=proj, env={"DBT_OML_PLUGIN": "1"})
+
+
+def test_plain_dbt_build_emits_what_the_wrapper_emits(built: CliRun, plugin_built: CliRun) -> None:
+    assert plugin_built.returncode == 0, plugin_built.stderr[-2000:]
+    assert built.returncode == 0
+    plugin, wrapper = comparable(plugin_built), comparable(built)
+    assert sorted(plugin) == sorted(wrapper)
+    different = [key for key in wrapper if plugin[key] != wrapper[key]]
+    assert different == []
+    assert "dbt-oml: 88 events, 88 delivered" in plugin_built.stderr
+
+
+def test_plugin_events_are_consistent_runs(plugin_built: CliRun) -> None:
+    events = plugin_built.events
+    parent = [e for e in events if e["job"]["name"] == PARENT]
+    assert [e["eventType"] for e in parent] == ["START", "COMPLETE"]
+    parent_id = parent[0]["run"]["runId"]
+    by_run: dict[str, list[str]] = {}
+    for event in events:
+        by_run.setdefault(event["run"]["runId"], []).append(event["eventType"])
+        if event["job"]["name"] != PARENT:
+            assert event["run"]["facets"]["parent"]["run"]["runId"] == parent_id
+    assert all(states[0] == "START" and len(states) == 2 for states in by_run.values())
+    # the schema of a mart comes from the warehouse (no docs generate ran): real types
+    mart = next(
+        o
+        for e in events
+        if e["eventType"] == "COMPLETE"
+        for o in e["outputs"]
+        if o["name"] == "dw.marts.RevenueByCountry"
+    )
+    types = {f["name"]: f.get("type") for f in mart["facets"]["schema"]["fields"]}
+    assert all(types.values()), types
+    assert not (plugin_built.target / "catalog.json").exists()
+
+
+def test_plugin_by_dbt_var_on_a_failing_build_matches_the_wrapper(
+    failed: CliRun, tmp_path: Path
+) -> None:
+    proj = copy_project(tmp_path / "project")
+    run = run_plain_dbt(
+        ["build", "--profiles-dir", ".", "--vars", "{fail_model: true, dbt_oml_plugin: true}"],
+        cwd=proj,
+    )
+    assert run.returncode == failed.returncode == 1
+    assert comparable(run) == comparable(failed)
+    end = next(e for e in run.events if e["job"]["name"] == PARENT and e["eventType"] == "FAIL")
+    message = end["run"]["facets"]["errorMessage"]["message"]
+    assert message == "1 node(s) failed: model.jaffle_oml.core_order_audit (error)"
+
+
+def test_plugin_off_emits_nothing(project: Path) -> None:
+    run = run_plain_dbt(["run", "--profiles-dir", ".", "-s", "stg_orders"], cwd=project)
+    assert run.returncode == 0
+    assert run.events == []
+    assert not (run.target / "dbt_oml").exists()
+    assert "dbt-oml" not in run.stderr + run.stdout
+
+
+def test_plugin_stays_inert_under_the_wrapper(project: Path) -> None:
+    run = run_cli(RUN_STG_ORDERS, cwd=project, env={"DBT_OML_PLUGIN": "1"})
+    assert run.returncode == 0
+    counts = Counter((e["eventType"], e["job"]["name"], e["run"]["runId"]) for e in run.events)
+    assert len(run.events) == 4  # the parent run and stg_orders' run, each once
+    assert max(counts.values()) == 1
+    assert "dbt-oml plugin" not in run.stderr
+
+
+def test_plugin_with_bad_config_leaves_dbt_alone(project: Path) -> None:
+    run = run_plain_dbt(
+        ["run", "--profiles-dir", ".", "-s", "stg_orders"],
+        cwd=project,
+        env={"DBT_OML_PLUGIN": "1", "DBT_OML_JOB_NAMING": "by-magic"},
+    )
+    assert run.returncode == 0
+    lines = [line for line in run.stderr.splitlines() if line.startswith("dbt-oml plugin:")]
+    assert len(lines) == 1
+    assert "DBT_OML_JOB_NAMING" in lines[0]
+    assert "dbt runs without lineage" in lines[0]
+    assert "Traceback" not in run.stderr
+    assert run.events == []
+
+
+def test_plugin_with_unreachable_backend_keeps_every_event(project: Path) -> None:
+    run = run_plain_dbt(
+        ["run", "--profiles-dir", ".", "-s", "stg_orders"],
+        cwd=project,
+        env={"DBT_OML_PLUGIN": "1", "OPENLINEAGE_URL": f"http://127.0.0.1:{free_port()}"},
+    )
+    assert run.returncode == 0
+    outbox = list((run.target / "dbt_oml" / "outbox").glob("*.jsonl"))
+    assert len(outbox) == 1
+    kept = [json.loads(line) for line in outbox[0].read_text().splitlines()]
+    assert [e["eventType"] for e in kept] == ["START", "START", "COMPLETE", "COMPLETE"]
+    assert "NOT delivered" in run.stderr
