@@ -220,6 +220,41 @@ def test_a_run_per_test_at_its_real_times(built: CliRun) -> None:
         assert runs[1]["inputs"], result["unique_id"]
 
 
+def test_job_names_are_dbt_ols_for_every_run(built: CliRun) -> None:
+    """dbt-ol's default names (ref/dbt-ol.md section 7) computed from the manifest, per run kind."""
+    nodes = json.loads((built.target / "manifest.build.json").read_text())["nodes"]
+    suffix = {"model": "build.run", "snapshot": "build.snapshot", "seed": "build.seed"}
+    expected = {PARENT}
+    for uid, kind in ((u, u.split(".")[0]) for u in _results(built)):
+        node = nodes[uid]
+        if kind in suffix:
+            expected.add(
+                f"{node['database']}.{node['schema']}.{node['package_name']}.{node['name']}"
+                f".{suffix[kind]}"
+            )
+        elif kind == "test":  # its own run (and its dataset's aggregated run, below)
+            expected.add(uid)
+    tested = {n for n in (e["job"]["name"] for e in built.events) if n.endswith(".build.test")}
+    assert {e["job"]["name"] for e in built.events} == expected | tested
+    assert "warehouse.core.jaffle_oml.core_orders.build.test" in tested
+    assert "crm.sales.source.jaffle_oml.crm.customers.build.test" in tested
+
+
+def test_unique_id_job_naming_is_command_independent(project: Path) -> None:
+    names = set()
+    for command in ("run", "build"):
+        run = run_cli(
+            [command, "--profiles-dir", ".", "-s", "stg_orders", "--job-naming", "unique_id"],
+            cwd=project,
+        )
+        assert run.returncode == 0, run.stderr[-2000:]
+        names.add(frozenset(e["job"]["name"] for e in run.events if e["eventType"] == "START"))
+        (project / "target" / "openlineage" / "events.jsonl").unlink()
+    run_names, build_names = sorted(names, key=len)
+    assert run_names == {PARENT, "model.jaffle_oml.stg_orders"}
+    assert run_names < build_names  # build adds the tests' runs, the model keeps its name
+
+
 def test_dry_run_build_prints_only_json_on_stdout(project: Path) -> None:
     run = run_cli(
         ["build", "--profiles-dir", ".", "--dry-run", "-s", "stg_orders", "--no-docs-generate"],

@@ -26,6 +26,7 @@ from tests.conftest import (
 pytestmark = pytest.mark.integration
 PARENT = "dbt-run-jaffle_oml"
 _PER_RUN = {"runId", "eventTime", "invocation_id"}
+AIRFLOW_RUN = "0195e0a2-7c1e-7000-8000-000000000001"
 
 
 def _scrub(value: Any) -> Any:
@@ -139,7 +140,11 @@ def test_plugin_with_unreachable_backend_keeps_every_event(project: Path) -> Non
     run = run_plain_dbt(
         ["run", "--profiles-dir", ".", "-s", "stg_orders"],
         cwd=project,
-        env={"DBT_OML_PLUGIN": "1", "OPENLINEAGE_URL": f"http://127.0.0.1:{free_port()}"},
+        env={
+            "DBT_OML_PLUGIN": "1",
+            "OPENLINEAGE_URL": f"http://127.0.0.1:{free_port()}",
+            "OPENLINEAGE_PARENT_ID": f"airflow/daily.dbt/{AIRFLOW_RUN}",
+        },
     )
     assert run.returncode == 0
     outbox = list((run.target / "dbt_oml" / "outbox").glob("*.jsonl"))
@@ -147,3 +152,12 @@ def test_plugin_with_unreachable_backend_keeps_every_event(project: Path) -> Non
     kept = [json.loads(line) for line in outbox[0].read_text().splitlines()]
     assert [e["eventType"] for e in kept] == ["START", "START", "COMPLETE", "COMPLETE"]
     assert "NOT delivered" in run.stderr
+
+    # the orchestrator's run is the invocation's parent and every run's root
+    def ref(facet: dict[str, Any]) -> tuple[str, str, str]:
+        return (facet["job"]["namespace"], facet["job"]["name"], facet["run"]["runId"])
+
+    airflow = ("airflow", "daily.dbt", AIRFLOW_RUN)
+    assert ref(kept[0]["run"]["facets"]["parent"]) == airflow
+    node = next(e for e in kept if e["job"]["name"] != PARENT)
+    assert ref(node["run"]["facets"]["parent"]["root"]) == airflow
