@@ -36,6 +36,7 @@ class DbtContext:
     started_at: datetime
     command: str
     project_name: str
+    project_version: str | None
     project_root: Path
     target_path: Path
     profiles_dir: str | None
@@ -121,6 +122,7 @@ def _context_from_dbt(invocation_id: str) -> DbtContext | None:
         started_at=started if started.tzinfo else started.replace(tzinfo=timezone.utc),
         command=str(getattr(flags, "WHICH", "") or ""),
         project_name=str(config.project_name),
+        project_version=str(getattr(config, "version", "") or "") or None,
         project_root=root,
         target_path=target_path if target_path.is_absolute() else root / target_path,
         profiles_dir=str(getattr(flags, "PROFILES_DIR", "") or "") or None,
@@ -236,6 +238,7 @@ class ResolvedProject:
     project_name: str
     project_dir: Path
     profile_name: str | None
+    project_version: str | None
     target_name: str | None
     target_path: Path
     adapter_type: str
@@ -284,6 +287,7 @@ def resolve_project(options: ProjectOptions) -> ResolvedProject:
     adapter = str(loaded.credentials.type)
     return ResolvedProject(
         project_name=str(project.project_name),
+        project_version=str(getattr(project, "version", "") or "") or None,
         project_dir=project_dir,
         profile_name=loaded.profile_name,
         target_name=loaded.target_name,
@@ -330,6 +334,7 @@ def _without_adapter(options: ProjectOptions, profiles: Path) -> ResolvedProject
     target_path = options.target_path or Path(str(raw_project.get("target-path") or "target"))
     return ResolvedProject(
         project_name=str(raw_project.get("name") or options.project_dir.name),
+        project_version=str(raw_project.get("version") or "") or None,
         project_dir=options.project_dir,
         profile_name=profile_name or None,
         target_name=target_name,

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from enum import Enum
+from datetime import datetime
 
 from openlineage.client.event_v2 import (
     InputDataset,
@@ -26,6 +25,7 @@ from openlineage.client.facet_v2 import JobFacet, RunFacet, parent_run
 from dbt_oml import facets
 from dbt_oml.artifacts import Catalog, Column, Manifest, Node, NodeResult, RunArtifacts
 from dbt_oml.dq_events import per_test_events, test_events
+from dbt_oml.event_inputs import EventSettings, Invocation, JobNaming, RunRef, format_time
 from dbt_oml.filerefs import file_dataset, file_paths
 from dbt_oml.ids import run_id
 from dbt_oml.lineage import ModelLineage, SourceColumn
@@ -36,76 +36,6 @@ JOB_TYPES: Mapping[str, str] = {"model": "MODEL", "seed": "SEED", "snapshot": "S
 #: Commands whose nodes get events; others get only the invocation's run.
 BUILD_COMMANDS = frozenset({"build", "run", "seed", "snapshot", "test", "retry"})
 _TERMINAL: Mapping[str, RunState] = {"success": RunState.COMPLETE, "error": RunState.FAIL}
-
-
-class JobNaming(str, Enum):
-    """How node jobs are named."""
-
-    DBT_OL = "dbt-ol"
-    """dbt-ol's default names (`db.schema.package.model[.command.kind]`): histories continue."""
-    UNIQUE_ID = "unique_id"
-    """Stable, command-independent names: the node's unique_id."""
-
-
-def format_time(moment: datetime) -> str:
-    """UTC with a `Z` and exactly three fractional digits (what OpenMetadata 2.0 parses right).
-
-    >>> from datetime import datetime, timezone, timedelta
-    >>> format_time(datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc))
-    '2026-01-02T03:04:05.678Z'
-    >>> format_time(datetime(2026, 1, 2, 5, 4, 5, tzinfo=timezone(timedelta(hours=2))))
-    '2026-01-02T03:04:05.000Z'
-    """
-    utc = moment.astimezone(timezone.utc) if moment.tzinfo else moment
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Invocation:
-    """One dbt invocation, as dbt reported it."""
-
-    invocation_id: str
-    started_at: datetime
-    command: str
-    project_name: str
-    profile_name: str | None = None
-    target_name: str | None = None
-    dbt_version: str = "unknown"
-    adapter_type: str = "duckdb"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunRef:
-    """A run of some job: an orchestrator's task or DAG run (OPENLINEAGE_PARENT_ID et al.)."""
-
-    namespace: str
-    name: str
-    run_id: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Orchestrator:
-    """The orchestrator run that started dbt, and the root of its run tree."""
-
-    parent: RunRef
-    root: RunRef
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EventSettings:
-    """What shapes the events but does not come from dbt."""
-
-    producer: str
-    adapter_version: str
-    job_namespace: str = "dbt"
-    parent_job_name: str | None = None
-    job_naming: JobNaming = JobNaming.DBT_OL
-    cwd: str = "/"
-    """The directory relative file paths in SQL are resolved against (dbt's working directory)."""
-    project_root: str | None = None
-    """The dbt project's directory (where seed files live)."""
-    orchestrator: Orchestrator | None = None
-    """The orchestrator run that started dbt: the invocation's parent, every run's root."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +191,7 @@ class EventBuilder:
             profile_name=inv.profile_name,
             command=inv.command,
             producer=self.settings.producer,
+            project_version=inv.project_version,
         )
 
     def parent_facet(self) -> dict[str, RunFacet]:

@@ -56,6 +56,7 @@ class DbtRunRunFacet(RunFacet):
 
     invocation_id: str
     project_name: str | None = None
+    project_version: str | None = None
     profile_name: str | None = None
     dbt_runtime: str = "core"
     command: str | None = None
@@ -147,6 +148,7 @@ def run_facets(
     profile_name: str | None,
     command: str | None,
     producer: str,
+    project_version: str | None = None,
 ) -> dict[str, RunFacet]:
     return {
         "processing_engine": processing_engine_run.ProcessingEngineRunFacet(
@@ -159,6 +161,7 @@ def run_facets(
         "dbt_run": DbtRunRunFacet(
             invocation_id=invocation_id,
             project_name=project_name,
+            project_version=project_version,
             profile_name=profile_name,
             command=command,
             producer=producer,

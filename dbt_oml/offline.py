@@ -17,7 +17,8 @@ from dbt_oml.config import Settings
 from dbt_oml.dbt_process import ProjectOptions, ResolvedProject, resolve_project
 from dbt_oml.delivery import Delivery, read_outbox
 from dbt_oml.errors import ArtifactError
-from dbt_oml.events import Invocation, build_events
+from dbt_oml.event_inputs import Invocation
+from dbt_oml.events import build_events
 from dbt_oml.lineage_batch import ANALYSED_TYPES, analyse_models
 from dbt_oml.lineage_cache import DiskCache
 from dbt_oml.lineage_run import column_lineage_for, seed_headers
@@ -50,6 +51,7 @@ def _invocation(project: ResolvedProject, artifacts: RunArtifacts) -> Invocation
         or datetime.now(timezone.utc),
         command=results.command or "build",
         project_name=artifacts.manifest.project_name or project.project_name,
+        project_version=project.project_version,
         profile_name=project.profile_name,
         target_name=project.target_name,
         dbt_version=results.dbt_version,

@@ -23,10 +23,7 @@ from dbt_oml.dbt_process import (
 )
 from dbt_oml.delivery import DeliveryReport, Emitter
 from dbt_oml.errors import ConfigError
-from dbt_oml.events import (
-    EventSettings,
-    Invocation,
-)
+from dbt_oml.event_inputs import EventSettings, Invocation
 from dbt_oml.namespaces import CatalogSpec, Namespaces, resolve_namespaces
 
 logger = logging.getLogger(__name__)
@@ -137,6 +134,7 @@ def invocation_of(ctx: DbtContext) -> Invocation:
         started_at=ctx.started_at,
         command=ctx.command,
         project_name=ctx.project_name,
+        project_version=ctx.project_version,
         profile_name=ctx.profile_name,
         target_name=ctx.target_name,
         dbt_version=ctx.dbt_version,

@@ -78,22 +78,9 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def run_cli(
-    args: Sequence[str],
-    *,
-    cwd: Path,
-    env: Mapping[str, str] | None = None,
-    timeout: float = 300,
-) -> CliRun:
-    """Run `dbt-oml` in a subprocess (dbt keeps global state per process)."""
+def _run(command: Sequence[str], cwd: Path, env: dict[str, str], timeout: float) -> CliRun:
     proc = subprocess.run(
-        [sys.executable, "-m", "dbt_oml", *args],
-        cwd=cwd,
-        env=clean_env(env),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
     target = cwd / "target"
     return CliRun(
@@ -104,6 +91,17 @@ def run_cli(
         project=cwd,
         target=target,
     )
+
+
+def run_cli(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+) -> CliRun:
+    """Run `dbt-oml` in a subprocess (dbt keeps global state per process)."""
+    return _run([sys.executable, "-m", "dbt_oml", *args], cwd, clean_env(env), timeout)
 
 
 def run_plain_dbt(
@@ -118,24 +116,9 @@ def run_plain_dbt(
     dbt discovers plugins with pkgutil over sys.path; a setuptools editable install hides the
     package behind an import hook, so the checkout goes on PYTHONPATH (a wheel needs nothing).
     """
-    proc = subprocess.run(
-        [str(Path(sys.executable).with_name("dbt")), *args],
-        cwd=cwd,
-        env=clean_env({"PYTHONPATH": str(ROOT), **(env or {})}),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    target = cwd / "target"
-    return CliRun(
-        returncode=proc.returncode,
-        stdout=proc.stdout,
-        stderr=proc.stderr,
-        events=read_events(target / "openlineage" / "events.jsonl"),
-        project=cwd,
-        target=target,
-    )
+    dbt = str(Path(sys.executable).with_name("dbt"))
+    environ = clean_env({"PYTHONPATH": str(ROOT), **(env or {})})
+    return _run([dbt, *args], cwd, environ, timeout)
 
 
 def copy_project(dest: Path) -> Path:

@@ -132,7 +132,12 @@ def promised(event: dict[str, Any]) -> dict[str, Any]:
         "dbt_version": _pick(run.get("dbt_version"), "version"),
         "processing_engine": _pick(run.get("processing_engine"), "name", "version"),
         "dbt_run": _pick(
-            run.get("dbt_run"), "invocation_id", "project_name", "profile_name", "dbt_runtime"
+            run.get("dbt_run"),
+            "invocation_id",
+            "project_name",
+            "project_version",
+            "profile_name",
+            "dbt_runtime",
         ),
         "test": [
             _pick(t, "name", "status", "severity", "type", "expected", "actual")

@@ -104,6 +104,21 @@ def test_plugin_by_dbt_var_on_a_failing_build_matches_the_wrapper(
     assert message == "1 node(s) failed: model.jaffle_oml.core_order_audit (error)"
 
 
+def test_plugin_switched_on_in_dbt_project_yml(project: Path) -> None:
+    config = project / "dbt_project.yml"
+    config.write_text(config.read_text().replace("vars:\n", "vars:\n  dbt_oml_plugin: true\n", 1))
+    run = run_plain_dbt(["run", "--profiles-dir", ".", "-s", "stg_orders"], cwd=project)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert [e["eventType"] for e in run.events] == ["START", "START", "COMPLETE", "COMPLETE"]
+    # the environment variable wins over the var
+    (run.target / "openlineage" / "events.jsonl").unlink()
+    off = run_plain_dbt(
+        ["run", "--profiles-dir", ".", "-s", "stg_orders"], cwd=project, env={"DBT_OML_PLUGIN": "0"}
+    )
+    assert off.returncode == 0
+    assert off.events == []
+
+
 def test_plugin_off_emits_nothing(project: Path) -> None:
     run = run_plain_dbt(["run", "--profiles-dir", ".", "-s", "stg_orders"], cwd=project)
     assert run.returncode == 0

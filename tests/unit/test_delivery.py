@@ -10,7 +10,8 @@ from openlineage.client.event_v2 import RunEvent
 from dbt_oml.artifacts import read_artifacts
 from dbt_oml.delivery import MAX_CONSECUTIVE_FAILURES, Delivery, read_outbox, redact, to_dict
 from dbt_oml.errors import ArtifactError
-from dbt_oml.events import EventSettings, Invocation, build_events
+from dbt_oml.event_inputs import EventSettings, Invocation
+from dbt_oml.events import build_events
 from dbt_oml.namespaces import Namespaces
 from tests.unit.test_events import STARTED
 

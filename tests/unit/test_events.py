@@ -9,7 +9,8 @@ import pytest
 from openlineage.client.serde import Serde
 
 from dbt_oml.artifacts import read_artifacts
-from dbt_oml.events import EventSettings, Invocation, JobNaming, build_events
+from dbt_oml.event_inputs import EventSettings, Invocation, JobNaming
+from dbt_oml.events import build_events
 from dbt_oml.namespaces import Namespaces
 
 NS = Namespaces(
@@ -29,6 +30,7 @@ def _events(target: Path, **kw: Any) -> list[dict[str, Any]]:
         project_name="jaffle_oml",
         profile_name="jaffle_oml",
         dbt_version="1.11.16",
+        project_version="1.0.0",
     )
     settings = EventSettings(
         producer="https://example.com/dbt-oml",
@@ -141,6 +143,16 @@ def test_facets_of_a_model(mini_target: Path) -> None:
     run = event["run"]["facets"]
     assert run["processing_engine"]["name"] == "dbt"
     assert {"key": "pii", "value": "true", "source": "DBT"} in run["tags"]["tags"]
+    dbt_run = {k: v for k, v in run["dbt_run"].items() if not k.startswith("_")}
+    assert dbt_run == {
+        "invocation_id": "11111111-2222-3333-4444-555555555555",
+        "project_name": "jaffle_oml",
+        "project_version": "1.0.0",
+        "profile_name": "jaffle_oml",
+        "dbt_runtime": "core",
+        "command": "build",
+    }
+    assert run["dbt_version"]["version"] == "1.11.16"
     out = event["outputs"][0]["facets"]
     assert out["ownership"]["owners"] == [{"name": "data-platform@example.com"}]
     assert out["dataSource"]["uri"] == "duckdb://pod"
@@ -233,7 +245,7 @@ def test_commands_without_nodes_get_only_the_parent_run(mini_target: Path) -> No
 
 
 def test_orchestrator_parent_and_root(mini_target: Path) -> None:
-    from dbt_oml.events import Orchestrator, RunRef
+    from dbt_oml.event_inputs import Orchestrator, RunRef
 
     parent = RunRef(
         namespace="airflow", name="etl.dbt_task", run_id="01a22a97-0000-7000-8000-000000000001"

@@ -17,6 +17,7 @@ CORE = [
     "dbt_oml.artifacts",
     "dbt_oml.namespaces",
     "dbt_oml.events",
+    "dbt_oml.event_inputs",
     "dbt_oml.ids",
     "dbt_oml.filerefs",
 ]
