@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test test-unit lint fmt bench bench-lineage bench-nats clean
+.PHONY: demo test test-unit lint fmt bench bench-lineage bench-plugin bench-nats clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,13 @@ bench-lineage: $(STAMP)
 	$(BENCH_C)/bin/python -m pip install --quiet --force-reinstall --no-deps .
 	$(BENCH_C)/bin/python -m pip install --quiet '.[fast]'
 	$(BIN)/python benchmarks/lineage_bench.py
+
+# The dbt plugin's cost to a plain `dbt build` (not installed / off / on), in benchmarks/.venv.
+bench-plugin: $(STAMP)
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --force-reinstall --no-deps .
+	$(BENCH_VENV)/bin/python -m pip install --quiet . -r benchmarks/requirements.txt
+	cd benchmarks && .venv/bin/python plugin_bench.py
 
 # JetStream publish and relay throughput (a nats-server binary must be installed).
 bench-nats: $(STAMP)

@@ -11,7 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Mapping
+import sys
+import types
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -287,6 +290,22 @@ def _record(
         schema.add(node, tuple(Column(name=e.output) for e in lineage.columns))
 
 
+@contextmanager
+def _main_not_imported() -> Iterator[None]:
+    """Spawned workers import the parent's `__main__` first; they need only this module.
+
+    Under the dbt plugin `__main__` is dbt's CLI (about 2 s of imports per worker), so while the
+    workers start, `__main__` is a bare module that spawn has nothing to import for.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
 def _parallel(
     jobs: list[tuple[Node, str, str]],
     tables: _Tables,
@@ -302,7 +321,7 @@ def _parallel(
     chunks = [[(n.unique_id, sql) for n, sql, _ in jobs[i::workers]] for i in range(workers)]
     context = multiprocessing.get_context("spawn")  # never fork a process that ran dbt's threads
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        with _main_not_imported(), ProcessPoolExecutor(workers, mp_context=context) as pool:
             futures = [
                 pool.submit(_analyse_chunk, tables.tables, tables.case, c, dialect, default_catalog)
                 for c in chunks
