@@ -109,8 +109,11 @@ def test_known_columns_prefers_the_catalog(mini_target: Path) -> None:
 
 
 def test_parallel_workers_give_the_same_answers(mini_target: Path, monkeypatch) -> None:
+    import sys
+
     from dbt_oml import lineage_batch
 
+    main = sys.modules["__main__"]
     arts = read_artifacts(mini_target)
     serial = analyse_models(arts, wanted=MODELS, dialect="duckdb")
     monkeypatch.setattr(lineage_batch, "PARALLEL_THRESHOLD", 1)
@@ -121,3 +124,4 @@ def test_parallel_workers_give_the_same_answers(mini_target: Path, monkeypatch) 
     assert parallel.models == serial.models
     assert calls == [(len(serial.models), len(serial.models))]
     assert parallel.analysed == serial.analysed
+    assert sys.modules["__main__"] is main  # hidden from the workers only while they start
