@@ -61,12 +61,7 @@ def test_events(builder: EventBuilder, results: Iterable[NodeResult]) -> list[Ru
             namespace=ref.namespace,
             name=ref.name,
             facets={
-                **facets.dataset_facets(
-                    node=target,
-                    namespace=ref.namespace,
-                    columns=builder.columns(target),
-                    producer=producer,
-                ),
+                **builder.dataset_facets(target),
                 # dbt-ol sends assertions in `facets` too; some consumers read them there
                 **cast("dict[str, DatasetFacet]", dq),
             },

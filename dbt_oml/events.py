@@ -20,7 +20,7 @@ from openlineage.client.event_v2 import (
     RunEvent,
     RunState,
 )
-from openlineage.client.facet_v2 import JobFacet, RunFacet, parent_run
+from openlineage.client.facet_v2 import DatasetFacet, JobFacet, RunFacet, parent_run
 
 from dbt_oml import facets
 from dbt_oml.artifacts import Catalog, Column, Manifest, Node, NodeResult, RunArtifacts
@@ -131,17 +131,21 @@ class EventBuilder:
         """The relations a node reads, looking through ephemeral models to what they read."""
         return self.manifest.relations_read(node)
 
+    def dataset_facets(self, node: Node) -> dict[str, DatasetFacet]:
+        """schema, dataSource, documentation and ownership of a node's dataset."""
+        return facets.dataset_facets(
+            node=node,
+            namespace=self.dataset(node).namespace,
+            columns=self.columns(node),
+            producer=self.settings.producer,
+        )
+
     def input_dataset(self, node: Node) -> InputDataset:
         ref = self.dataset(node)
         return InputDataset(
             namespace=ref.namespace,
             name=ref.name,
-            facets=facets.dataset_facets(
-                node=node,
-                namespace=ref.namespace,
-                columns=self.columns(node),
-                producer=self.settings.producer,
-            ),
+            facets=self.dataset_facets(node),
         )
 
     def inputs(self, node: Node, sql: str | None) -> list[InputDataset]:
@@ -170,12 +174,7 @@ class EventBuilder:
         return OutputDataset(
             namespace=ref.namespace,
             name=ref.name,
-            facets=facets.dataset_facets(
-                node=node,
-                namespace=ref.namespace,
-                columns=self.columns(node),
-                producer=self.settings.producer,
-            ),
+            facets=self.dataset_facets(node),
             outputFacets=facets.output_statistics(rows, self.settings.producer),
         )
 
