@@ -82,6 +82,9 @@ emit/lineage options: --project-dir, --profiles-dir, --profile, --target/-t, --t
 
 Every option also has a DBT_OML_<NAME> environment variable and a dbt-oml.yml key.
 
+Plain dbt, no wrapper: DBT_OML_PLUGIN=1 dbt build (or --vars '{{dbt_oml_plugin: true}}') emits the
+same events through dbt-oml's dbt plugin (README: Plugin mode).
+
 Exit codes:
   0, 1, 2  dbt's own code, passed through (lineage problems never change it by default)
   3        dbt-oml usage or configuration error; dbt was not started
