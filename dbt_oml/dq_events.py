@@ -14,13 +14,16 @@ from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
 from openlineage.client.event_v2 import InputDataset, RunEvent, RunState
-from openlineage.client.facet_v2 import DatasetFacet, JobFacet
+from openlineage.client.facet_v2 import DatasetFacet, JobFacet, RunFacet
 
 from dbt_oml import facets
 from dbt_oml.artifacts import Node, NodeResult
 
 if TYPE_CHECKING:
     from dbt_oml.events import EventBuilder
+
+
+_FAILED = frozenset({"fail", "error"})
 
 
 def tested_node(builder: EventBuilder, test: Node) -> Node | None:
@@ -67,23 +70,31 @@ def test_events(builder: EventBuilder, results: Iterable[NodeResult]) -> list[Ru
             },
             inputFacets=dq,
         )
-        failed = any(r.status in {"fail", "error"} for _, r in items)
-        events += _test_run(builder, target, tested, start, end, failed=failed)
+        events += _test_run(
+            builder,
+            key=f"test:{target.unique_id}",
+            job=builder.job_name(target, "test"),
+            run_facets={**builder.run_facets(), **builder.parent_facet()},
+            inputs=[tested],
+            start=start,
+            end=end,
+            failed=any(r.status in _FAILED for _, r in items),
+        )
     return events
 
 
 def _test_run(
     builder: EventBuilder,
-    target: Node,
-    tested: InputDataset,
+    *,
+    key: str,
+    job: str,
+    run_facets: dict[str, RunFacet],
+    inputs: list[InputDataset],
     start: datetime,
     end: datetime,
-    *,
     failed: bool,
 ) -> list[RunEvent]:
-    rid = builder.node_run_id(f"test:{target.unique_id}", start)
-    job = builder.job_name(target, "test")
-    run_facets = {**builder.run_facets(), **builder.parent_facet()}
+    """START and COMPLETE/FAIL of one test run; `key` makes its run id."""
     job_facets: dict[str, JobFacet] = {
         "jobType": facets.job_type("TEST", builder.settings.producer)
     }
@@ -91,11 +102,11 @@ def _test_run(
         builder.event(
             state=state,
             at=at,
-            rid=rid,
+            rid=builder.node_run_id(key, start),
             job=job,
             job_facets=job_facets,
             run_facets=run_facets,
-            inputs=[tested],
+            inputs=inputs,
         )
         for state, at in (
             (RunState.START, start),
@@ -125,25 +136,14 @@ def per_test_events(builder: EventBuilder, results: Iterable[NodeResult]) -> lis
                 producer=producer,
             ),
         }
-        tested = [
-            builder.input_dataset(node)
-            for node in builder.manifest.relations_read(test)
-            if node.is_relation
-        ]
-        failed = result.status in {"fail", "error"}
-        for state, at in (
-            (RunState.START, start),
-            (RunState.FAIL if failed else RunState.COMPLETE, end or start),
-        ):
-            events.append(
-                builder.event(
-                    state=state,
-                    at=at,
-                    rid=builder.node_run_id(test.unique_id, start),
-                    job=test.unique_id,
-                    job_facets={"jobType": facets.job_type("TEST", producer)},
-                    run_facets=run_facets,
-                    inputs=tested,
-                )
-            )
+        events += _test_run(
+            builder,
+            key=test.unique_id,
+            job=test.unique_id,
+            run_facets=run_facets,
+            inputs=[builder.input_dataset(node) for node in builder.upstream(test)],
+            start=start,
+            end=end or start,
+            failed=result.status in _FAILED,
+        )
     return events

@@ -9,6 +9,7 @@ own dbt runs. A failure inside it is reported on one line and never breaks or ha
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Iterator, Mapping
@@ -78,8 +79,6 @@ class DbtOmlPlugin(dbtPlugin):
     """Subscribes a dbt-oml session to dbt's events for this command, when switched on."""
 
     def initialize(self) -> None:
-        import os
-
         try:
             if _wrapper_runs or not switched_on(os.environ, _dbt_vars()):
                 return
