@@ -1,0 +1,68 @@
+"""Outbox files: JSON lines of events that were not delivered, and their reasons.
+
+Every writer of an outbox goes through here: files are created 0600 (events may carry SQL and
+error texts), each append is whole lines in one write, and reasons are redacted. Reading skips a
+torn or corrupt line with a warning naming the file and line, so one bad line never costs the
+rest of the file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from dbt_oml.redaction import redact
+
+logger = logging.getLogger(__name__)
+
+FILE_MODE = 0o600
+
+
+def _append_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        os.write(fd, text.encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def append_events(path: Path, events: Iterable[Mapping[str, Any]]) -> int:
+    """Append events as JSON lines (one write); returns how many were written."""
+    lines = [json.dumps(dict(e), sort_keys=True) + "\n" for e in events]
+    if lines:
+        _append_text(path, "".join(lines))
+    return len(lines)
+
+
+def append_reason(path: Path, count: int, reason: str, *, now: datetime | None = None) -> None:
+    """One line `<UTC time> <n> event(s): <reason>` in a reasons log (redacted)."""
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    one_line = " ".join(redact(reason).split())
+    _append_text(path, f"{stamp} {count} event(s): {one_line}\n")
+
+
+def read_events(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The events of an outbox file, and one problem per line that is not a JSON object."""
+    events: list[dict[str, Any]] = []
+    problems: list[str] = []
+    with path.open(encoding="utf-8", errors="replace") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                doc = json.loads(line)
+            except json.JSONDecodeError as e:
+                problems.append(f"{path}:{number}: skipped, not a JSON line ({e.msg})")
+                continue
+            if not isinstance(doc, dict):
+                problems.append(f"{path}:{number}: skipped, not a JSON object")
+                continue
+            events.append(doc)
+    return events, problems
