@@ -6,7 +6,8 @@
      ├── NamespaceError       a catalog whose namespace cannot be derived (carries the catalog)
      ├── LineageError         SQL that could not be analysed (carries the model unique_id)
      └── DeliveryError        a transport could not deliver
-          ├── TransientDeliveryError   retrying may help (timeouts, 5xx, refused connections)
+          ├── TransientDeliveryError   retrying may help (timeouts, 5xx)
+          │    └── UnreachableError    nothing answers (refused, unknown host): retry briefly
           └── TerminalDeliveryError    retrying will not help (4xx, auth, rejected payload)
 
 Every error composes its own one-line message from structured attributes: what failed, where,
@@ -83,3 +84,7 @@ class TransientDeliveryError(DeliveryError):
 
 class TerminalDeliveryError(DeliveryError):
     """Delivery failed in a way that retrying will not fix."""
+
+
+class UnreachableError(TransientDeliveryError):
+    """Nothing answered at all (connection refused, unknown host): worth one quick retry only."""

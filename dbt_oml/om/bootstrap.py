@@ -3,9 +3,14 @@
 I/O adapter over OpenMetadataClient. Everything comes from the events themselves (namespace,
 name, schema facet, job, parent run), so any openlineage-python producer can use it:
 
-- a namespace dbt-oml *owns* (the pod-local DuckDB layer) gets a CustomDatabase service and its
-  database, schema and tables written with PUT (create-or-update: a re-run corrects columns);
-- a namespace someone else owns (a service OM's connectors ingest) is never created; missing
+- a namespace dbt-oml *owns* (an owned prefix such as `duckdb://`, mapped to a service that
+  dbt-oml created, marked in its description) gets a CustomDatabase service and its database,
+  schema and tables written with PUT. Only an authoritative schema (catalog.json or the
+  warehouse's own columns: the `dbt_oml_schema` facet says `complete`) may change a table's
+  column list; a partial one (declared columns) may add columns and types, never remove or blank
+  them;
+- a namespace that maps to a service dbt-oml did not create is foreign, whatever its scheme: the
+  service is never created (a name that differs only in case uses OM's spelling); missing
   databases, schemas and tables under it are created with POST (409 = already there = fine),
   never PUT, so ingested metadata is never overwritten;
 - the CustomPipeline service named by OM's `defaultPipelineService`, and one pipeline per job,
@@ -26,11 +31,13 @@ from typing import Any
 from dbt_oml.errors import ConfigError
 from dbt_oml.om.client import OpenMetadataClient
 from dbt_oml.om.names import check_name, fqn
+from dbt_oml.om.prepare import STORAGE_PREFIXES
 from dbt_oml.om.types import om_column
 
 logger = logging.getLogger(__name__)
 
-STORAGE_PREFIXES = ("gs://", "s3://", "s3a://", "abfss://", "abfs://", "wasbs://", "adl://")
+#: The dataset facet dbt-oml adds to say where a schema came from (see events).
+SCHEMA_SOURCE_FACET = "dbt_oml_schema"
 
 
 def service_name_for(namespace: str) -> str:
@@ -67,6 +74,11 @@ class TableRef:
     table: str
 
 
+#: The first words of the description of every database service dbt-oml creates: its mark of
+#: ownership. A service without it (ingested, or made by a person) is never written with PUT.
+MANAGED_MARK = "Managed by dbt-oml"
+
+
 @dataclass
 class ServiceMapping:
     """How namespaces map to OM database services (OM's own mapping first, then dbt-oml's)."""
@@ -75,16 +87,21 @@ class ServiceMapping:
     own_mapping: Mapping[str, str]
     owned_prefixes: Sequence[str]
 
-    def service(self, namespace: str) -> tuple[str | None, bool]:
-        """(service name or None, owned?) for a namespace."""
+    def service(self, namespace: str) -> tuple[str | None, bool, bool]:
+        """(service name or None, under an owned prefix?, named by a mapping?) for a namespace."""
         owned = any(namespace.startswith(p) for p in self.owned_prefixes)
         for mapping in (self.om_mapping, self.own_mapping):
             if namespace in mapping:
-                return mapping[namespace], owned
+                return mapping[namespace], owned, True
             prefix = next((k for k in mapping if namespace.startswith(k)), None)
             if prefix is not None:
-                return mapping[prefix], owned
-        return (service_name_for(namespace), True) if owned else (None, False)
+                return mapping[prefix], owned, True
+        return (service_name_for(namespace), True, False) if owned else (None, False, False)
+
+
+def is_managed(service: Mapping[str, Any]) -> bool:
+    """Whether dbt-oml created this database service (its description carries the mark)."""
+    return str(service.get("description") or "").startswith(MANAGED_MARK)
 
 
 @dataclass(slots=True)
@@ -93,6 +110,10 @@ class BootstrapReport:
     updated: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     plan: list[str] = field(default_factory=list)
+    #: namespace -> the OM database service its tables live in (as OM spells it)
+    services: dict[str, str] = field(default_factory=dict)
+    #: (namespace, name) of datasets whose table exists in OM after bootstrap
+    ensured: set[tuple[str, str]] = field(default_factory=set)
 
 
 class Bootstrap:
@@ -149,23 +170,25 @@ class Bootstrap:
                 folder = _folder(dataset)
                 if folder is not None:
                     folders.add(folder)
-                ref = _table_ref(dataset)
+                ref = table_ref(dataset)
                 if ref is not None:
-                    # the richest facet wins (an output's schema over an input's echo)
+                    # the best schema wins: authoritative over partial, then the longer one
                     current = tables.get(ref)
-                    if current is None or len(_columns(dataset)) > len(_columns(current)):
+                    if current is None or _rank(dataset) > _rank(current):
                         tables[ref] = dataset
         for ref, dataset in tables.items():
             try:
-                self._ensure_table(ref, dataset, report)
+                if self._ensure_table(ref, dataset, report):
+                    report.ensured.add((ref.namespace, str(dataset.get("name"))))
             except ConfigError as e:
-                report.problems.append(str(e))
+                self._once(report, str(e))
         for namespace, path in sorted(folders):
             try:
                 self._ensure_containers(namespace, path, report)
             except ConfigError as e:
-                report.problems.append(str(e))
-        self._ensure_pipelines(sorted(pipelines), report)
+                self._once(report, str(e))
+        if pipelines:
+            self._ensure_pipelines(sorted(pipelines), report)
         return report
 
     def _ensure_containers(
@@ -212,48 +235,68 @@ class Bootstrap:
             parent = found
 
     def _service(self, ref: TableRef, report: BootstrapReport) -> tuple[str, bool] | None:
-        name, owned = self.mapping.service(ref.namespace)
+        """(service as OM spells it, owned by dbt-oml?) or None when there is none to use."""
+        name, owned_prefix, mapped = self.mapping.service(ref.namespace)
         if name is None:
             self._once(
                 report,
                 f"namespace {ref.namespace} maps to no OpenMetadata service: add it to "
                 "namespaceToServiceMapping (OM Settings > OpenLineage) or om.services in dbt-oml",
+                level=logging.INFO,
             )
             return None
         services = self._database_services()
-        if owned:
-            if name not in services:
-                body = {
-                    "name": check_name(name, kind="service"),
-                    "serviceType": "CustomDatabase",
-                    "connection": {"config": {"type": "CustomDatabase"}},
-                }
-                self._write("PUT", "services/databaseServices", body, name, report)
-                services[name] = body
-            return name, True
-        if name in services:
-            return name, False
-        folded = {s.lower(): s for s in services}
-        if name.lower() in folded:
-            actual = folded[name.lower()]
+        actual = name if name in services else {s.lower(): s for s in services}.get(name.lower())
+        if actual is not None and actual != name:
             self._once(
-                report, f"service {name!r} is spelled {actual!r} in OpenMetadata; using {actual!r}"
+                report,
+                f"service {name!r} is spelled {actual!r} in OpenMetadata; using {actual!r} "
+                "(fix the spelling in the mapping: OM 1.12 looks mapped names up exactly)",
+                level=logging.WARNING,
             )
-            return actual, False
-        self._once(
-            report,
-            f"OpenMetadata has no database service {name!r} (namespace {ref.namespace}); "
-            "dbt-oml never creates services it does not own. Fix namespaceToServiceMapping "
-            f"or om.services; OM has: {', '.join(sorted(services)) or 'none'}",
-        )
-        return None
+        if actual is None:
+            if not owned_prefix:
+                self._once(
+                    report,
+                    f"OpenMetadata has no database service {name!r} (namespace {ref.namespace}); "
+                    "dbt-oml never creates services it does not own. Fix namespaceToServiceMapping"
+                    f" or om.services; OM has: {', '.join(sorted(services)) or 'none'}",
+                )
+                return None
+            self._create_service(name, ref.namespace, report)
+            report.services[ref.namespace] = name
+            return name, True
+        service = services[actual]
+        legacy = not mapped and service.get("serviceType") == "CustomDatabase"
+        owned = owned_prefix and (is_managed(service) or legacy)
+        if owned_prefix and not owned:
+            self._once(
+                report,
+                f"namespace {ref.namespace} maps to service {actual!r}, which dbt-oml did not "
+                "create: its tables are treated as foreign (created if missing, never overwritten)",
+                level=logging.INFO,
+            )
+        report.services[ref.namespace] = actual
+        return actual, owned
+
+    def _create_service(self, name: str, namespace: str, report: BootstrapReport) -> None:
+        body = {
+            "name": check_name(name, kind="service"),
+            "serviceType": "CustomDatabase",
+            "description": f"{MANAGED_MARK} for OpenLineage namespace {namespace}: the tables "
+            "of the dbt layer that lives only while dbt runs. dbt-oml rewrites them on each run.",
+            "connection": {"config": {"type": "CustomDatabase"}},
+        }
+        self._write("PUT", "services/databaseServices", body, name, report)
+        self._database_services()[name] = body
 
     def _ensure_table(
         self, ref: TableRef, dataset: Mapping[str, Any], report: BootstrapReport
-    ) -> None:
+    ) -> bool:
+        """Make the table exist (owned: match an authoritative schema); True when it does."""
         found = self._service(ref, report)
         if found is None:
-            return
+            return False
         service, owned = found
         method = "PUT" if owned else "POST"
         databases = self._list("databases", "service", service)
@@ -276,8 +319,13 @@ class Bootstrap:
         table_fqn = fqn(service, ref.database, ref.schema, ref.table)
         if existing is None:
             tables[ref.table] = self._write(method, "tables", body, table_fqn, report)
-        elif owned and _shape(existing) != _shape(body):
-            tables[ref.table] = self._write("PUT", "tables", body, table_fqn, report, update=True)
+            return True
+        if not owned:
+            return True
+        update = _update(existing, body, authoritative=_complete(dataset))
+        if update is not None:
+            tables[ref.table] = self._write("PUT", "tables", update, table_fqn, report, update=True)
+        return True
 
     def _ensure_pipelines(self, names: Sequence[str], report: BootstrapReport) -> None:
         services = {s["name"] for s in self.client.list_all("services/pipelineServices")}
@@ -320,14 +368,18 @@ class Bootstrap:
         (report.updated if update else report.created).append(what)
         return result
 
-    def _once(self, report: BootstrapReport, message: str) -> None:
-        if message not in self._reported:
-            self._reported.add(message)
-            logger.warning("%s", message)
-        report.problems.append(message)
+    def _once(self, report: BootstrapReport, message: str, *, level: int = 0) -> None:
+        """An advisory (level given) is logged once per transport; a problem is reported once."""
+        if message in self._reported:
+            return
+        self._reported.add(message)
+        if level:
+            logger.log(level, "%s", message)
+        else:
+            report.problems.append(message)
 
 
-def _table_ref(dataset: Mapping[str, Any]) -> TableRef | None:
+def table_ref(dataset: Mapping[str, Any]) -> TableRef | None:
     namespace, name = str(dataset.get("namespace", "")), str(dataset.get("name", ""))
     if namespace.lower().startswith(STORAGE_PREFIXES) or namespace == "file":
         return None  # storage and local files are not tables
@@ -349,7 +401,18 @@ def _folder(dataset: Mapping[str, Any]) -> tuple[str, tuple[str, ...]] | None:
 
 
 def _columns(dataset: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return list((((dataset.get("facets") or {}).get("schema") or {}).get("fields")) or [])
+    fields = ((dataset.get("facets") or {}).get("schema") or {}).get("fields")
+    return [f for f in fields or [] if isinstance(f, Mapping) and f.get("name")]
+
+
+def _complete(dataset: Mapping[str, Any]) -> bool:
+    """Whether the dataset's schema is authoritative (catalog.json or the warehouse itself)."""
+    facet = (dataset.get("facets") or {}).get(SCHEMA_SOURCE_FACET) or {}
+    return bool(facet.get("complete")) and bool(_columns(dataset))
+
+
+def _rank(dataset: Mapping[str, Any]) -> tuple[bool, int]:
+    return _complete(dataset), len(_columns(dataset))
 
 
 def _table_body(ref: TableRef, dataset: Mapping[str, Any], schema_fqn: str) -> dict[str, Any]:
@@ -366,7 +429,75 @@ def _table_body(ref: TableRef, dataset: Mapping[str, Any], schema_fqn: str) -> d
     return body
 
 
+#: Column fields a PUT sends back (everything else OM computes itself).
+_COLUMN_KEYS = (
+    "name",
+    "dataType",
+    "dataTypeDisplay",
+    "dataLength",
+    "precision",
+    "scale",
+    "arrayDataType",
+    "children",
+    "description",
+    "constraint",
+    "tags",
+)
+
+
+def _writable(column: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: column[k] for k in _COLUMN_KEYS if column.get(k) is not None}
+
+
+def _update(
+    existing: Mapping[str, Any], body: Mapping[str, Any], *, authoritative: bool
+) -> dict[str, Any] | None:
+    """The PUT body for an owned table OM already has, or None when nothing would change.
+
+    Authoritative columns replace OM's list (keeping descriptions OM has where ours are empty);
+    partial ones only add columns OM lacks and types OM does not know. Descriptions are never
+    blanked, and the table's own description is only filled when OM has none.
+    """
+    held = [_writable(c) for c in existing.get("columns") or []]
+    by_name = {c["name"]: c for c in held}
+    ours = list(body.get("columns") or [])
+    if authoritative:
+        columns = []
+        for column in ours:
+            before = by_name.get(column["name"], {})
+            keep = {"description": before["description"]} if before.get("description") else {}
+            columns.append({**column, **keep} if not column.get("description") else column)
+    else:
+        columns = [dict(c) for c in held]
+        for column in ours:
+            held_column = by_name.get(column["name"])
+            if held_column is None:
+                columns.append(column)
+            elif (
+                held_column.get("dataType") in (None, "UNKNOWN") and column["dataType"] != "UNKNOWN"
+            ):
+                index = next(i for i, c in enumerate(columns) if c["name"] == column["name"])
+                described = (
+                    {"description": held_column["description"]}
+                    if held_column.get("description")
+                    else {}
+                )
+                columns[index] = {**column, **described}
+    update: dict[str, Any] = {
+        "name": body["name"],
+        "databaseSchema": body["databaseSchema"],
+        "tableType": existing.get("tableType") or body.get("tableType", "Regular"),
+        "columns": columns,
+    }
+    description = existing.get("description") or body.get("description")
+    if description:
+        update["description"] = description
+    if _shape(existing) == _shape(update):
+        return None
+    return update
+
+
 def _shape(table: Mapping[str, Any]) -> tuple[Any, ...]:
     keys = ("name", "dataType", "dataLength", "precision", "scale", "arrayDataType", "description")
     columns = tuple(tuple(c.get(k) for k in keys) for c in table.get("columns") or [])
-    return (columns, table.get("description"))
+    return (columns, table.get("description") or None)

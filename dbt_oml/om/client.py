@@ -1,14 +1,15 @@
 """A thin OpenMetadata REST client over an injected httpx2 client, with its auth providers.
 
 I/O adapter. It maps transport errors and statuses into dbt_oml's error tree once (transient:
-refused, timeouts, 5xx; terminal: 401 after a fresh token, 403 with the missing role), and never
-puts a token or password into a message, a repr or a log line.
+refused, timeouts, 5xx; terminal: 401 after a fresh token, 403 naming the operation OM refused), and
+never puts a token or password into a message, a repr or a log line.
 """
 
 from __future__ import annotations
 
 import base64
 import logging
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -18,12 +19,23 @@ from urllib.parse import quote
 
 import httpx2
 
-from dbt_oml.errors import ConfigError, TerminalDeliveryError, TransientDeliveryError
+from dbt_oml.errors import (
+    ConfigError,
+    TerminalDeliveryError,
+    TransientDeliveryError,
+    UnreachableError,
+)
+from dbt_oml.redaction import redact
 
 logger = logging.getLogger(__name__)
 
-#: Which OpenMetadata role grants an operation a 403 names.
-ROLE_FOR: Mapping[str, str] = {"EditLineage": "LineageBotRole", "Create": "IngestionBotRole"}
+#: Which OpenMetadata role grants an operation a 403 names (ref §4.3, §9.8).
+ROLE_FOR: Mapping[str, str] = {
+    "EditLineage": "LineageBotRole",
+    "Create": "IngestionBotRole",
+    "EditAll": "IngestionBotRole or LineageBotRole",
+    "ViewAll": "IngestionBotRole or LineageBotRole",
+}
 
 
 class TokenProvider(Protocol):
@@ -167,6 +179,10 @@ class Reply:
     def ok(self) -> bool:
         return 200 <= self.status < 300
 
+    @property
+    def message(self) -> str:
+        return str(self.body.get("message", "")) if isinstance(self.body, dict) else ""
+
 
 class OpenMetadataClient:
     """OpenMetadata's REST API as dbt-oml uses it."""
@@ -183,45 +199,53 @@ class OpenMetadataClient:
     def request(
         self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None
     ) -> Reply:
-        """One request; 401 gets one retry with a fresh token. Raises DeliveryError subclasses."""
+        """One request; 401 gets one retry with a fresh token. Raises DeliveryError subclasses.
+
+        403 is returned to the caller (some are expected: admin-only settings) unless it names an
+        operation, which is raised with the role that grants it.
+        """
+        target = f"{method} {redact(self.base_url)}{path}"
         for attempt in (1, 2):
             headers = {}
             if self.auth is not None:
                 headers["Authorization"] = f"Bearer {self.auth.token(self.http, self.base_url)}"
-            url = f"{self.base_url}{path}"
             self.requests += 1
-            try:
-                response = self.http.request(method, url, json=json, params=params, headers=headers)
-            except httpx2.TimeoutException as e:
-                raise TransientDeliveryError(target=f"{method} {url}", reason="timed out") from e
-            except httpx2.TransportError as e:
-                raise TransientDeliveryError(
-                    target=f"{method} {url}", reason=type(e).__name__
-                ) from e
+            response = self._send(method, f"{self.base_url}{path}", target, json, params, headers)
             status = response.status_code
             if status == 401 and attempt == 1 and self.auth is not None:
                 self.auth.invalidate()
                 continue
             if status == 401:
                 raise TerminalDeliveryError(
-                    target=f"{method} {url}",
+                    target=target,
                     reason=f"401 {_message(response)}",
                     hint="token missing or expired (bot JWT? reissue it)",
                 )
-            if status == 403:
-                text = _message(response)
-                role = next((r for op, r in ROLE_FOR.items() if f"[{op}]" in text), None)
-                hint = f"give the bot the {role}" if role else "check the bot's roles"
-                raise TerminalDeliveryError(
-                    target=f"{method} {url}", reason=f"403 {text}", hint=hint
-                )
+            if status == 403 and "not admin" not in _message(response):
+                raise _forbidden(target, _message(response))
             if status >= 500:
-                raise TransientDeliveryError(
-                    target=f"{method} {url}", reason=f"{status} {_message(response)}"
-                )
-            body = response.json() if response.content else None
+                raise TransientDeliveryError(target=target, reason=f"{status} {_message(response)}")
+            body = _json(response)
             return Reply(status, body)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        target: str,
+        json: Any,
+        params: Mapping[str, Any] | None,
+        headers: Mapping[str, str],
+    ) -> httpx2.Response:
+        try:
+            return self.http.request(method, url, json=json, params=params, headers=headers)
+        except httpx2.TimeoutException as e:
+            raise TransientDeliveryError(target=target, reason="timed out") from e
+        except httpx2.ConnectError as e:
+            raise UnreachableError(target=target, reason=_connect_reason(e)) from e
+        except httpx2.TransportError as e:
+            raise TransientDeliveryError(target=target, reason=type(e).__name__) from e
 
     def get_by_name(
         self, collection: str, fqn: str, *, fields: str | None = None
@@ -260,19 +284,76 @@ class OpenMetadataClient:
                 return
             query["after"] = after
 
-    def openlineage_settings(self) -> dict[str, Any]:
+    def openlineage_settings(self) -> dict[str, Any] | None:
+        """OM's OpenLineage settings, or None when this principal may not read them.
+
+        Reading any setting but `lineageSettings` is admin-only (ref §2.9): a correctly scoped
+        bot gets 403 "is not admin", which means "unknown", never a failure.
+        """
         reply = self.request("GET", "/api/v1/system/settings/openLineageSettings")
+        if reply.status in (403, 404):
+            return None
         return dict(self._ok(reply, "GET", "settings").get("config_value") or {})
 
-    def post_batch(self, events: list[dict[str, Any]]) -> dict[str, Any]:
-        reply = self.request("POST", "/api/v1/openlineage/lineage/batch", json={"events": events})
-        return self._ok(reply, "POST", "openlineage/lineage/batch")
+    def post_batch(self, events: list[dict[str, Any]]) -> Reply:
+        """POST the batch endpoint; 200 and 400 are the caller's to read."""
+        return self.request("POST", "/api/v1/openlineage/lineage/batch", json={"events": events})
+
+    def post_event(self, event: dict[str, Any]) -> Reply:
+        """POST one event (the single endpoint answers with its own edge count)."""
+        return self.request("POST", "/api/v1/openlineage/lineage", json=event)
+
+    def upstream_edges(self, table_fqn: str) -> dict[str, bool]:
+        """Tables directly upstream of a table: FQN -> whether that edge has column lineage."""
+        reply = self.request(
+            "GET",
+            f"/api/v1/lineage/table/name/{quote(table_fqn, safe='')}",
+            params={"upstreamDepth": 1, "downstreamDepth": 0},
+        )
+        if reply.status == 404:
+            return {}
+        doc = self._ok(reply, "GET", "lineage")
+        me = str((doc.get("entity") or {}).get("id"))
+        names = {str(n.get("id")): str(n.get("fullyQualifiedName")) for n in doc.get("nodes") or []}
+        out: dict[str, bool] = {}
+        for edge in doc.get("upstreamEdges") or []:
+            if str(edge.get("toEntity")) != me or str(edge.get("fromEntity")) not in names:
+                continue
+            details = edge.get("lineageDetails") or {}
+            out[names[str(edge["fromEntity"])]] = bool(details.get("columnsLineage"))
+        return out
 
     def _ok(self, reply: Reply, method: str, collection: str) -> dict[str, Any]:
+        target = f"{method} {redact(self.base_url)}/api/v1/{collection}"
+        if reply.status == 403:
+            raise _forbidden(target, reply.message)
         if not reply.ok:
-            message = reply.body.get("message") if isinstance(reply.body, dict) else reply.body
-            raise TerminalDeliveryError(
-                target=f"{method} {self.base_url}/api/v1/{collection}",
-                reason=f"{reply.status} {message}",
-            )
-        return dict(reply.body or {})
+            raise TerminalDeliveryError(target=target, reason=f"{reply.status} {reply.message}")
+        return dict(reply.body) if isinstance(reply.body, dict) else {}
+
+
+def _json(response: httpx2.Response) -> Any:
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return {"message": response.text[:200]}
+
+
+def _connect_reason(error: Exception) -> str:
+    text = str(error).lower()
+    if "refused" in text:
+        return "connection refused"
+    if "name or service" in text or "nodename" in text or "resolution" in text:
+        return "unknown host"
+    return f"cannot connect ({type(error).__name__})"
+
+
+def _forbidden(target: str, message: str) -> TerminalDeliveryError:
+    """A 403 naming the operation OM refused, and the role that grants it when we know one."""
+    denied = re.findall(r"\[([A-Za-z, ]+)\]|operation (\w+) denied", message)
+    operations = [op.strip() for pair in denied for part in pair for op in part.split(",") if op]
+    role = next((ROLE_FOR[op] for op in operations if op in ROLE_FOR), None)
+    hint = f"give the bot {role}" if role else ""
+    return TerminalDeliveryError(target=target, reason=f"403 {message}", hint=hint)

@@ -7,8 +7,12 @@ use the dotted class path, e.g. `type: dbt_oml.transports.openmetadata.OpenMetad
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from openlineage.client.transport import get_default_factory
 from openlineage.client.transport.factory import DefaultTransportFactory
+from openlineage.client.transport.transport import Transport
 
 #: Our transport kinds, imported lazily by the factory (their dependencies stay optional).
 KINDS = {
@@ -17,9 +21,34 @@ KINDS = {
 }
 
 
-def build_transport_factory() -> DefaultTransportFactory:
-    """A new factory: the client's built-in transports plus `openmetadata` and `jetstream`."""
-    factory = DefaultTransportFactory()
+class TransportFactory(DefaultTransportFactory):
+    """The client's factory, filling each of our transports' empty keys from defaults.
+
+    The defaults come from dbt-oml's configuration (OM_HOST, OM_JWT_TOKEN, ...), so they apply
+    wherever the transport is configured: dbt-oml.yml, openlineage.yml or OPENLINEAGE__*.
+    """
+
+    def __init__(self, defaults: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        super().__init__()
+        self.defaults = {k: dict(v) for k, v in (defaults or {}).items()}
+
+    def _create_transport(self, config: dict[str, str]) -> Transport:
+        kind = next((k for k, path in KINDS.items() if config.get("type") in (k, path)), None)
+        for key, value in self.defaults.get(kind or "", {}).items():
+            if key != "type" and config.get(key) in (None, ""):
+                config[key] = value
+        return super()._create_transport(config)
+
+
+def build_transport_factory(
+    defaults: Mapping[str, Mapping[str, Any]] | None = None,
+) -> DefaultTransportFactory:
+    """A new factory: the client's built-in transports plus `openmetadata` and `jetstream`.
+
+    `defaults` maps a kind (`openmetadata`, `jetstream`) to values for keys its configuration
+    leaves empty.
+    """
+    factory = TransportFactory(defaults)
     for kind, clazz in get_default_factory().transports.items():
         factory.register_transport(kind, clazz)
     for kind, path in KINDS.items():

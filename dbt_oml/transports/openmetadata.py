@@ -1,11 +1,20 @@
 """OpenMetadataTransport: bootstrap the entities OM needs, then post events to its batch endpoint.
 
-An openlineage-python Transport (kind `openmetadata`). Events are buffered and sent in batches:
-before each batch, the services, databases, schemas, tables and pipelines the events reference are
-created (om.bootstrap); then the batch goes to POST /api/v1/openlineage/lineage/batch and its
-summary is checked. Transient failures are retried with exponential backoff inside a total time
-budget; whatever still cannot be delivered is appended to the outbox with the reason, for
-`dbt-oml replay`. Nothing dbt-specific lives here: everything comes from the events.
+An openlineage-python Transport (kind `openmetadata`). Events are buffered and sent in batches.
+For each batch: events that are not RunEvents are refused one by one; the services, databases,
+schemas, tables and pipelines the events OM will process reference are created (om.bootstrap);
+each event is made OM-proof (om.prepare); an event without column lineage never replaces the
+column lineage OM holds on an edge (the per-model guard); then the batch goes to
+POST /api/v1/openlineage/lineage/batch and OM's answer is checked event by event: `failedEvents`
+are rejected with OM's reason, and when OM drew fewer edges than the events carry, the events are
+posted one by one to find which ones OM could not resolve.
+
+Every request of a run shares one retry budget (om.retry); once it is spent, the rest goes to the
+outbox at once. Undelivered events are kept: `openmetadata.jsonl` (retrying may help:
+`dbt-oml flush`) or `openmetadata.rejected.jsonl` (OM refused them for good: fix, then
+`dbt-oml replay FILE`), each with a line in `openmetadata.reasons.log`. The transport never logs
+an error itself: it records each cause once in `problems` for the caller's summary. Nothing
+dbt-specific lives here: everything comes from the events, so any producer can use it.
 """
 
 from __future__ import annotations
@@ -13,24 +22,20 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import attr
 import httpx2
 from openlineage.client.serde import Serde
 from openlineage.client.transport.transport import Config, Transport
 
-from dbt_oml.errors import (
-    ConfigError,
-    DbtOmlError,
-    DeliveryError,
-    TerminalDeliveryError,
-    TransientDeliveryError,
-)
-from dbt_oml.om.bootstrap import Bootstrap, ServiceMapping
+from dbt_oml import outbox
+from dbt_oml.errors import ConfigError, DbtOmlError, DeliveryError, TerminalDeliveryError
+from dbt_oml.om.bootstrap import Bootstrap, BootstrapReport, ServiceMapping, TableRef, table_ref
 from dbt_oml.om.client import (
     BasicLogin,
     OAuth2ClientCredentials,
@@ -39,11 +44,23 @@ from dbt_oml.om.client import (
     TokenFile,
     TokenProvider,
 )
+from dbt_oml.om.event_check import event_problem
 from dbt_oml.om.names import fqn
+from dbt_oml.om.prepare import Prepared, has_column_lineage, om_time, prepare
+from dbt_oml.om.retry import RetryBudget
+from dbt_oml.redaction import REDACTOR, redact
 from dbt_oml.transports.options import coerce, known_values
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
+#: OM's defaults when its settings cannot be read (ref §2.9): COMPLETE only, pipeline service.
+DEFAULT_SETTINGS: Mapping[str, Any] = {"defaultPipelineService": "openlineage"}
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        logger.warning("%s", message)
 
 
 @attr.define
@@ -67,6 +84,7 @@ class OpenMetadataConfig(Config):
     outbox_dir: str = "dbt-oml-outbox"
     bootstrap: bool = True
     column_lineage_in_output_facets: bool = True
+    allow_empty_column_lineage: bool = False
 
     @classmethod
     def from_dict(cls, params: dict[str, Any]) -> OpenMetadataConfig:
@@ -82,16 +100,30 @@ class OpenMetadataConfig(Config):
             values,
             ints=("batch_size",),
             floats=("timeout", "retry_budget"),
-            bools=("bootstrap", "column_lineage_in_output_facets"),
+            bools=("bootstrap", "column_lineage_in_output_facets", "allow_empty_column_lineage"),
         )
+        for key in ("services", "owned_namespaces"):
+            if isinstance(values.get(key), str):
+                values[key] = _parse_text(values[key], key)
         if isinstance(values.get("verify"), str) and values["verify"].lower() in {"true", "false"}:
             values["verify"] = values["verify"].lower() == "true"
         config = cls(**values)
-        if config.verify is False:
-            logger.warning(
-                "TLS verification to %s is OFF: anyone on the path can read the token", config.url
-            )
+        REDACTOR.add(config.jwt_token, config.password, config.client_secret)
         return config
+
+    def warn_if_insecure(self) -> None:
+        """One WARNING per run when credentials could be read on the way (no TLS, or unverified)."""
+        url = redact(self.url)
+        if self.verify is False:
+            _warn_once(f"TLS verification to {url} is OFF: anyone on the path can read the token")
+        if self.url.lower().startswith("http://") and self.auth() is not None:
+            _warn_once(f"OpenMetadata at {url} is plain http: the bot's token travels in clear")
+        token_url = self.oauth_token_url or ""
+        if token_url.lower().startswith("http://") and self.client_secret:
+            _warn_once(
+                f"the OAuth2 token URL {redact(token_url)} is plain http: the client secret "
+                "travels in clear"
+            )
 
     def auth(self) -> TokenProvider | None:
         if self.jwt_token_file:
@@ -105,25 +137,25 @@ class OpenMetadataConfig(Config):
         return None
 
 
+@dataclass(slots=True)
+class Outcome:
+    """What became of each event of a `deliver` call (indexes into the events given)."""
+
+    delivered: list[int] = field(default_factory=list)
+    #: not taken now; retrying later may help (an input OM could not resolve yet)
+    kept: list[tuple[int, str]] = field(default_factory=list)
+    #: refused for good (OM's failedEvents, a 400 for this event alone, not a RunEvent)
+    rejected: list[tuple[int, str]] = field(default_factory=list)
+
+
 def om_event(event: Mapping[str, Any], *, copy_column_lineage: bool) -> dict[str, Any]:
-    """An event as OpenMetadata reads it: `...Z` with milliseconds, columnLineage in outputFacets.
+    """An event as OpenMetadata reads it (see om.prepare), without service hints.
 
     >>> om_event({"eventTime": "2026-11-30T03:55:00.123456+00:00", "outputs": []},
     ...          copy_column_lineage=True)["eventTime"]
     '2026-11-30T03:55:00.123Z'
     """
-    out: dict[str, Any] = json.loads(json.dumps(event))
-    moment = datetime.fromisoformat(str(out["eventTime"]).replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    utc = moment.astimezone(timezone.utc)
-    out["eventTime"] = utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
-    if copy_column_lineage:
-        for dataset in out.get("outputs") or []:
-            facet = (dataset.get("facets") or {}).get("columnLineage")
-            if facet and "columnLineage" not in (dataset.get("outputFacets") or {}):
-                dataset.setdefault("outputFacets", {})["columnLineage"] = facet
-    return out
+    return prepare(event, services={}, copy_column_lineage=copy_column_lineage).event
 
 
 class OpenMetadataTransport(Transport):
@@ -139,20 +171,29 @@ class OpenMetadataTransport(Transport):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
-        self.http = http or httpx2.Client(timeout=config.timeout, verify=config.verify)
+        config.warn_if_insecure()
+        timeout = httpx2.Timeout(config.timeout, connect=min(config.timeout, 5.0))
+        self.http = http or httpx2.Client(timeout=timeout, verify=config.verify)
         self.client = OpenMetadataClient(config.url, http=self.http, auth=config.auth())
-        self.sleep, self.clock = sleep, clock
+        self.budget = RetryBudget(config.retry_budget, clock=clock, sleep=sleep)
         self._buffer: list[dict[str, Any]] = []
-        self._settings: dict[str, Any] | None = None
+        self._settings: Mapping[str, Any] | None = None
         self._bootstrap: Bootstrap | None = None
+        self._upstream: dict[str, dict[str, bool]] = {}
         self.delivered = 0
         self.undelivered = 0
-        self.problems: list[str] = []
+        self.reasons: Counter[str] = Counter()
+        self.guarded: set[str] = set()
+        self.dropped_inputs: set[str] = set()
         self.outbox: Path | None = None
-        self._deadline: float | None = None
 
     def __repr__(self) -> str:
-        return f"OpenMetadataTransport({self.config.url!r})"
+        return f"OpenMetadataTransport({redact(self.config.url)!r})"
+
+    @property
+    def problems(self) -> list[str]:
+        """Each cause of an undelivered event, once, with its count."""
+        return [f"{n} event(s) not delivered to OpenMetadata: {r}" for r, n in self.reasons.items()]
 
     # -- Transport API ----------------------------------------------------------------------
 
@@ -164,6 +205,7 @@ class OpenMetadataTransport(Transport):
     def close(self, timeout: float = -1) -> bool:  # noqa: ARG002 - bounded by retry_budget
         self.flush()
         self.http.close()
+        self._log_advisories()
         return self.undelivered == 0
 
     def flush(self) -> None:
@@ -171,19 +213,28 @@ class OpenMetadataTransport(Transport):
         if not events:
             return
         try:
-            self.deliver(events)
+            outcome = self.deliver(events)
         except DeliveryError as e:
             self._keep(events, str(e))
+            return
+        self.delivered += len(outcome.delivered)
+        for index, reason in outcome.kept:
+            self._keep([events[index]], reason)
+        for index, reason in outcome.rejected:
+            self._keep([events[index]], reason, rejected=True)
+
+    def reset_budget(self) -> None:
+        """A fresh retry budget (a long-running relay starts one per batch)."""
+        self.budget.reset()
 
     # -- beyond delivery: the plan for --dry-run, columns for `*` expansion --------------------
 
     def plan(self, events: list[dict[str, Any]]) -> list[str]:
         """What bootstrap would create for these events, with which method (writes nothing)."""
-        settings = self._om_settings()
-        bootstrap = self._bootstrapper(settings)
+        bootstrap = self._bootstrapper()
         bootstrap.dry_run = True
         try:
-            report = bootstrap.ensure(events)
+            report = bootstrap.ensure(self._processed(events))
         finally:
             bootstrap.dry_run = False
         return report.plan + [f"problem: {p}" for p in report.problems]
@@ -194,16 +245,16 @@ class OpenMetadataTransport(Transport):
         if len(parts) < 3:
             return None
         try:
-            service, _ = self._bootstrapper(self._om_settings()).mapping.service(namespace)
+            service, _, _ = self._bootstrapper().mapping.service(namespace)
             if service is None:
                 return None
-            table = self._retry(
+            table = self.budget.call(
                 lambda: self.client.get_by_name(
                     "tables", fqn(service, *parts[-3:]), fields="columns"
                 )
             )
         except DbtOmlError as e:  # unreachable, refused, a token file that is not there
-            logger.debug("no OpenMetadata columns for %s/%s: %s", namespace, name, e)
+            logger.debug("no OpenMetadata columns for %s/%s: %s", namespace, name, redact(str(e)))
             return None
         if table is None:
             return None
@@ -212,47 +263,166 @@ class OpenMetadataTransport(Transport):
             for c in table.get("columns") or []
         )
 
-    def _om_settings(self) -> dict[str, Any]:
-        if self._settings is None:
-            self._settings = self._retry(self.client.openlineage_settings)
-        return self._settings
-
     # -- delivery ---------------------------------------------------------------------------
 
-    def deliver(self, events: list[dict[str, Any]]) -> None:
-        """Bootstrap and post one batch now; raises DeliveryError (nothing is kept here)."""
-        settings = self._om_settings()
-        if self.config.bootstrap:
-            bootstrap = self._bootstrapper(settings)
-            report = self._retry(lambda: bootstrap.ensure(events))
-            self.problems += report.problems
-        allowed = set(settings.get("eventTypeFilter") or ["COMPLETE"])
-        batch = [  # OM draws edges only from kept event types with inputs and outputs
-            om_event(e, copy_column_lineage=self.config.column_lineage_in_output_facets)
-            for e in events
-            if e.get("eventType", "COMPLETE") in allowed and e.get("inputs") and e.get("outputs")
-        ]
-        if not batch:
-            self.delivered += len(events)
-            return
-        response = self._retry(lambda: self.client.post_batch(batch))
-        summary = response.get("summary") or {}
-        for failure in response.get("failedEvents") or []:
-            self.problems.append(
-                f"OpenMetadata failed event {failure.get('index')}: {failure.get('reason')}"
-            )
-        if summary.get("successful", 0) == 0 and summary.get("skipped", 0) > 0:
-            raise TerminalDeliveryError(
-                target=f"POST {self.config.url}/api/v1/openlineage/lineage/batch",
-                reason=f"every event was skipped ({summary.get('skipped')} of "
-                f"{summary.get('received')})",
-                hint="usually a missing service, database or schema: "
-                "check namespaceToServiceMapping",
-            )
-        self.delivered += len(events)
+    def deliver(self, events: list[dict[str, Any]]) -> Outcome:
+        """Bootstrap and post one batch now; what OM took, what to keep, what it refused.
 
-    def _bootstrapper(self, settings: Mapping[str, Any]) -> Bootstrap:
+        Raises TransientDeliveryError when OM cannot be reached within the budget and
+        TerminalDeliveryError for what affects every event (401, 403, a bad configuration).
+        """
+        outcome = Outcome()
+        valid: list[int] = []
+        for index, event in enumerate(events):
+            problem = event_problem(event)
+            if problem is None:
+                valid.append(index)
+            else:
+                outcome.rejected.append((index, f"not an OpenLineage RunEvent: {problem}"))
+        allowed = self._allowed_types()
+        processed = [
+            i
+            for i in valid
+            if events[i].get("eventType", "COMPLETE") in allowed and _outputs(events[i])
+        ]
+        outcome.delivered += [i for i in valid if i not in set(processed)]
+        if not processed:
+            return outcome
+        report = BootstrapReport()
+        if self.config.bootstrap:
+            bootstrap = self._bootstrapper()
+            report = self.budget.call(lambda: bootstrap.ensure([events[i] for i in processed]))
+        plans = {i: self._prepare(events[i], report) for i in processed}
+        to_post = [i for i in processed if plans[i].postable]
+        outcome.delivered += [i for i in processed if not plans[i].postable]
+        if to_post:
+            self._post(to_post, plans, report, outcome)
+        return outcome
+
+    def _prepare(self, event: Mapping[str, Any], report: BootstrapReport) -> Prepared:
+        protected = self._protected(event, report)
+        prepared = prepare(
+            event,
+            services=report.services,
+            protected=protected,
+            copy_column_lineage=self.config.column_lineage_in_output_facets,
+        )
+        self.dropped_inputs.update(prepared.dropped)
+        return prepared
+
+    def _protected(self, event: Mapping[str, Any], report: BootstrapReport) -> set[tuple[str, str]]:
+        """Inputs whose edge OM holds column lineage for, which this event would erase."""
+        outputs = _outputs(event)
+        if self.config.allow_empty_column_lineage or all(has_column_lineage(o) for o in outputs):
+            return set()
+        guarded: set[tuple[str, str]] = set()
+        for output in outputs:
+            ref = table_ref(output)
+            service = report.services.get(str(output.get("namespace")))
+            if ref is None or service is None or has_column_lineage(output):
+                continue
+            table = fqn(service, ref.database, ref.schema, ref.table)
+            held = self._upstream_of(table)
+            for dataset in event.get("inputs") or []:
+                source = table_ref(dataset)
+                if source is not None and _held(held, source, report):
+                    guarded.add((str(dataset["namespace"]), str(dataset["name"])))
+                    self.guarded.add(table)
+        return guarded
+
+    def _upstream_of(self, table: str) -> dict[str, bool]:
+        if table not in self._upstream:
+            self._upstream[table] = self.budget.call(lambda: self.client.upstream_edges(table))
+        return self._upstream[table]
+
+    def _post(
+        self,
+        indexes: list[int],
+        plans: Mapping[int, Prepared],
+        report: BootstrapReport,
+        outcome: Outcome,
+    ) -> None:
+        """Post the batch; find the events OM refused or could not fully resolve."""
+        reply = self.budget.call(lambda: self.client.post_batch([plans[i].event for i in indexes]))
+        if reply.status == 400 or not isinstance(reply.body, dict):
+            self._one_by_one(indexes, plans, report, outcome)
+            return
+        if not reply.ok:
+            raise TerminalDeliveryError(
+                target=f"POST {redact(self.config.url)}/api/v1/openlineage/lineage/batch",
+                reason=f"{reply.status} {reply.message}",
+            )
+        failed = {}
+        for failure in reply.body.get("failedEvents") or []:
+            position = failure.get("index") if isinstance(failure, dict) else None
+            if isinstance(position, int) and 0 <= position < len(indexes):
+                failed[indexes[position]] = (
+                    str(failure.get("reason")),
+                    bool(failure.get("retriable")),
+                )
+        for index, (reason, retriable) in failed.items():
+            target = outcome.kept if retriable else outcome.rejected
+            target.append((index, f"OpenMetadata failed it: {reason}"))
+        rest = [i for i in indexes if i not in failed]
+        expected = sum(plans[i].edges for i in rest)
+        if int(reply.body.get("lineageEdgesCreated") or 0) >= expected:
+            outcome.delivered += rest
+        else:
+            self._one_by_one(rest, plans, report, outcome)
+
+    def _one_by_one(
+        self,
+        indexes: list[int],
+        plans: Mapping[int, Prepared],
+        report: BootstrapReport,
+        outcome: Outcome,
+    ) -> None:
+        for index in indexes:
+            plan = plans[index]
+            reply = self.budget.call(lambda plan=plan: self.client.post_event(plan.event))  # type: ignore[misc]
+            if reply.status in (400, 500) or not isinstance(reply.body, dict):
+                outcome.rejected.append((index, f"OpenMetadata refused it: {reply.message}"))
+                continue
+            created = int(reply.body.get("lineageEdgesCreated") or 0)
+            if created >= plan.edges:
+                outcome.delivered.append(index)
+            else:
+                why = _unresolved(plan.event, report)
+                outcome.kept.append(
+                    (index, f"OpenMetadata drew {created} of {plan.edges} lineage edge(s): {why}")
+                )
+
+    # -- settings, bootstrap, outbox ---------------------------------------------------------
+
+    def _om_settings(self) -> Mapping[str, Any]:
+        if self._settings is None:
+            found = self.budget.call(self.client.openlineage_settings)
+            if found is None:
+                logger.info(
+                    "OpenMetadata's OpenLineage settings are admin-only, so this bot cannot read "
+                    "them: using OM's defaults (COMPLETE events only, pipeline service "
+                    "'openlineage'); namespaces map to services through the transport's "
+                    "`services` key"
+                )
+            self._settings = found if found is not None else DEFAULT_SETTINGS
+        return self._settings
+
+    def _allowed_types(self) -> set[str]:
+        return set(self._om_settings().get("eventTypeFilter") or ["COMPLETE"])
+
+    def _processed(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        allowed = self._allowed_types()
+        return [
+            e
+            for e in events
+            if event_problem(e) is None
+            and e.get("eventType", "COMPLETE") in allowed
+            and _outputs(e)
+        ]
+
+    def _bootstrapper(self) -> Bootstrap:
         if self._bootstrap is None:
+            settings = self._om_settings()
             mapping = ServiceMapping(
                 om_mapping=dict(settings.get("namespaceToServiceMapping") or {}),
                 own_mapping=dict(self.config.services),
@@ -265,36 +435,94 @@ class OpenMetadataTransport(Transport):
             )
         return self._bootstrap
 
-    def _retry(self, action: Callable[[], T]) -> T:
-        """Retry transient failures with exponential backoff inside one budget per transport."""
-        if self._deadline is None:
-            self._deadline = self.clock() + self.config.retry_budget
-        delay = 0.5
-        while True:
-            try:
-                return action()
-            except TransientDeliveryError:
-                if self.clock() + delay > self._deadline:
-                    raise
-                logger.debug("OpenMetadata unavailable; retrying in %.1fs", delay)
-                self.sleep(delay)
-                delay = min(delay * 2, 8.0)
-
-    def _keep(self, events: list[dict[str, Any]], reason: str) -> None:
+    def _keep(self, events: list[dict[str, Any]], reason: str, *, rejected: bool = False) -> None:
         folder = Path(self.config.outbox_dir)
-        folder.mkdir(parents=True, exist_ok=True)
-        self.outbox = folder / "openmetadata.jsonl"
-        with self.outbox.open("a", encoding="utf-8") as out:
-            for event in events:
-                out.write(json.dumps(event, sort_keys=True) + "\n")
-        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        with (folder / "openmetadata.reasons.log").open("a", encoding="utf-8") as log:
-            log.write(f"{stamp} {len(events)} event(s): {reason}\n")
+        name = "openmetadata.rejected.jsonl" if rejected else "openmetadata.jsonl"
+        path = folder / name
+        outbox.append_events(path, events)
+        outbox.append_reason(folder / "openmetadata.reasons.log", len(events), reason)
+        self.outbox = self.outbox if rejected and self.outbox else path
         self.undelivered += len(events)
-        self.problems.append(f"{len(events)} event(s) kept in {self.outbox}: {reason}")
-        logger.error(
-            "OpenMetadata: %d event(s) not delivered (%s); kept in %s",
-            len(events),
-            reason,
-            self.outbox,
+        self.reasons[f"{redact(reason)} (kept in {path})"] += len(events)
+
+    def _log_advisories(self) -> None:
+        if self.dropped_inputs:
+            logger.info(
+                "OpenMetadata resolves no local files: %d file input(s) left out of its copy of "
+                "the events (%s)",
+                len(self.dropped_inputs),
+                ", ".join(sorted(self.dropped_inputs)[:3])
+                + (", ..." if len(self.dropped_inputs) > 3 else ""),
+            )
+        if self.guarded:
+            logger.info(
+                "kept the column lineage OpenMetadata holds on edges into %d table(s) whose "
+                "model has none in this run (%s); --allow-empty-column-lineage replaces it",
+                len(self.guarded),
+                ", ".join(sorted(self.guarded)[:3]) + (", ..." if len(self.guarded) > 3 else ""),
+            )
+
+
+def _parse_text(text: str, key: str) -> Any:
+    """`services`/`owned_namespaces` given as text (an environment variable): JSON or a list.
+
+    >>> _parse_text("mssql://src:1433=source_sql", "services")
+    {'mssql://src:1433': 'source_sql'}
+    >>> _parse_text("duckdb://, md:", "owned_namespaces")
+    ['duckdb://', 'md:']
+    """
+    text = text.strip()
+    if text.startswith(("{", "[")):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ConfigError(
+                key=f"transport.{key}", source="openmetadata transport", reason=f"bad JSON ({e})"
+            ) from e
+    items = [p.strip() for p in text.split(",") if p.strip()]
+    if key == "owned_namespaces":
+        return items
+    pairs = [item.rpartition("=") for item in items]
+    if any(not sep or not ns or not svc for ns, sep, svc in pairs):
+        raise ConfigError(
+            key=f"transport.{key}",
+            source="openmetadata transport",
+            reason="is not NAMESPACE=SERVICE[,...] nor JSON",
+            hint='e.g. {"mssql://src:1433": "source_sql"}',
         )
+    return {ns.strip(): svc.strip() for ns, _, svc in pairs}
+
+
+def _outputs(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    outputs = event.get("outputs")
+    return [o for o in outputs if isinstance(o, Mapping)] if isinstance(outputs, list) else []
+
+
+def _held(held: Mapping[str, bool], source: TableRef, report: BootstrapReport) -> bool:
+    """Whether OM's edge from `source` carries column lineage (matched by service, or suffix)."""
+    service = report.services.get(source.namespace)
+    if service is not None:
+        return held.get(fqn(service, source.database, source.schema, source.table), False)
+    tail = "." + fqn(source.database, source.schema, source.table)
+    return any(has and name.endswith(tail) for name, has in held.items())
+
+
+def _unresolved(event: Mapping[str, Any], report: BootstrapReport) -> str:
+    missing = [
+        f"{d.get('namespace')}/{d.get('name')}"
+        for d in [*(event.get("inputs") or []), *(event.get("outputs") or [])]
+        if (d.get("namespace"), d.get("name")) not in report.ensured
+    ]
+    if missing:
+        return (
+            "it could not resolve "
+            + ", ".join(missing[:3])
+            + (" (no OpenMetadata service for them: map their namespace in `services`)")
+        )
+    return (
+        "it could not resolve every dataset (namespaceToServiceMapping names a service that is "
+        "not there, or spelled differently: OM 1.12 looks mapped names up exactly)"
+    )
+
+
+__all__ = ["OpenMetadataConfig", "OpenMetadataTransport", "Outcome", "om_event", "om_time"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,7 +51,7 @@ def _seed_source_server(om: FakeOpenMetadata) -> None:
 @pytest.fixture(scope="module")
 def om_runs(
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[FakeOpenMetadata, CliRun, CliRun, int]]:
+) -> Iterator[tuple[Any, ...]]:
     om = FakeOpenMetadata.with_bot()
     _seed_source_server(om)
     proj = copy_project(tmp_path_factory.mktemp("om") / "project")
@@ -60,6 +61,8 @@ def om_runs(
             "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata",
             "OPENLINEAGE__TRANSPORT__URL": url,
             "OPENLINEAGE__TRANSPORT__JWT_TOKEN_FILE": str(proj / "token"),
+            # a scoped bot cannot read OM's namespaceToServiceMapping: dbt-oml's own mapping
+            "OPENLINEAGE__TRANSPORT__SERVICES": f"{SOURCE_NS}=source_sql",
         }
         args = [
             "build",
@@ -73,14 +76,45 @@ def om_runs(
         first = run_cli(args, cwd=proj, env=env)
         before = len(om.requests)
         second = run_cli(args, cwd=proj, env=env)
-        yield om, first, second, len(om.requests) - before
+        requests = len(om.requests) - before
+        held = _snapshot(om)
+        (proj / "target" / "catalog.json").unlink()  # a degraded run: declared columns only
+        degraded = run_cli(["emit", "--profiles-dir", "."] + args[3:], cwd=proj, env=env)
+        yield om, first, second, requests, held, degraded
 
 
-def test_both_runs_succeed_and_deliver(om_runs) -> None:
-    _, first, second, _ = om_runs
+def _snapshot(om: FakeOpenMetadata) -> dict[str, Any]:
+    """What OM holds that a run could damage: columns, descriptions, column lineage per edge."""
+    tables = {
+        fqn: ([c["name"] for c in t.get("columns") or []], t.get("description"))
+        for fqn, t in om.entities["table"].items()
+    }
+    names = {t["id"]: fqn for fqn, t in om.entities["table"].items()}
+    edges = {
+        (names[a], names[b]): len(d.get("columnsLineage") or []) for (a, b), d in om.edges.items()
+    }
+    return {"tables": tables, "edges": edges}
+
+
+def test_both_runs_succeed_and_deliver_with_a_scoped_bot(om_runs) -> None:
+    om, first, second, *_ = om_runs
     for run in (first, second):
         assert run.returncode == 0, run.stderr[-3000:]
         assert "NOT delivered" not in run.stderr, run.stderr[-3000:]
+        assert "88 delivered" in run.stderr or "88 events" in run.stderr, run.stderr[-2000:]
+    assert {r.status for r in om.requests if "system/settings" in r.path} == {403}
+    assert list((first.project / "target" / "dbt_oml" / "outbox").glob("*")) == []
+
+
+def test_a_degraded_emit_damages_nothing(om_runs) -> None:
+    om, _first, _second, _n, held, degraded = om_runs
+    assert degraded.returncode in (0, 4), degraded.stderr[-3000:]
+    now = _snapshot(om)
+    for fqn, (columns, description) in held["tables"].items():
+        assert now["tables"][fqn][0][: len(columns)] == columns, fqn
+        assert now["tables"][fqn][1] == description, fqn
+    for edge, count in held["edges"].items():
+        assert now["edges"].get(edge, 0) >= count, edge
 
 
 def test_owned_entities_are_created_with_put(om_runs) -> None:
@@ -147,7 +181,7 @@ def test_the_chain_from_source_to_mart_resolves_with_column_lineage(om_runs) -> 
 
 
 def test_second_run_is_cheap_and_changes_nothing(om_runs) -> None:
-    om, _, _second, requests = om_runs
+    om, _, _second, requests, *_ = om_runs
     second_writes = [
         r
         for r in om.requests[-requests:]

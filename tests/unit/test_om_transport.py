@@ -74,9 +74,7 @@ def _event(
 
 @pytest.fixture
 def om() -> FakeOpenMetadata:
-    fake = FakeOpenMetadata()
-    fake.add_token("bot-jwt", Principal("ingestion-bot"))
-    return fake
+    return FakeOpenMetadata.with_bot()  # IngestionBotRole + LineageBotRole, not an admin
 
 
 def transport(
@@ -164,11 +162,16 @@ def test_om_down_for_the_whole_run_keeps_everything(tmp_path: Path) -> None:
     assert [e["eventType"] for e in kept] == ["COMPLETE", "START"]
 
 
-def test_all_skipped_batch_is_a_failure(om: FakeOpenMetadata, tmp_path: Path) -> None:
-    t = transport(om, tmp_path, bootstrap=False)  # nothing exists in OM: every event is skipped
+def test_events_om_cannot_resolve_are_kept_with_the_reason(
+    om: FakeOpenMetadata, tmp_path: Path
+) -> None:
+    t = transport(om, tmp_path, bootstrap=False)  # nothing exists in OM: nothing resolves
     t.emit(_event())
     assert t.close() is False
-    assert any("every event was skipped" in p for p in t.problems)
+    assert t.delivered == 0
+    assert t.undelivered == 1
+    assert any("drew 0 of 1 lineage edge(s)" in p for p in t.problems)
+    assert len((tmp_path / "outbox" / "openmetadata.jsonl").read_text().splitlines()) == 1
 
 
 def test_missing_foreign_service_is_one_line(om: FakeOpenMetadata, tmp_path: Path) -> None:
@@ -176,20 +179,26 @@ def test_missing_foreign_service_is_one_line(om: FakeOpenMetadata, tmp_path: Pat
     t = transport(om, tmp_path, services={"mssql://src:1433": "source_sql"})
     for _ in range(3):
         t.emit(_event(source_ns="mssql://src:1433"))
-    t.close()
-    lines = [p for p in t.problems if "source_sql" in p]
-    assert len(set(lines)) == 1
-    assert "OM has: Other" in lines[0]
-    assert not [r for r in om.requests if r.status == 404]
+    assert t.close() is False
+    (line,) = t.problems  # one line for the cause, however many events it costs
+    assert line.startswith("3 event(s) not delivered")
+    assert "mssql://src:1433/crm.sales.customers" in line
+    assert om.entity("databaseService", "source_sql") is None  # never created
 
 
-def test_case_mismatched_service_is_corrected(om: FakeOpenMetadata, tmp_path: Path) -> None:
+def test_case_mismatched_service_is_corrected_once(
+    om: FakeOpenMetadata, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     om.seed("databaseService", {"name": "MSSQL", "serviceType": "Mssql"})
     t = transport(om, tmp_path, services={"mssql://src:1433": "mssql"})
     t.emit(_event(source_ns="mssql://src:1433"))
+    t.emit(_event(source_ns="mssql://src:1433", time="2026-11-30T03:56:00.000Z"))
     assert t.close() is True
     assert om.entity("table", "MSSQL.crm.sales.customers") is not None
-    assert any("spelled 'MSSQL'" in p for p in t.problems)
+    assert om.entity("databaseService", "mssql") is None
+    assert t.problems == []
+    advice = [r for r in caplog.records if "spelled 'MSSQL'" in r.getMessage()]
+    assert [r.levelname for r in advice] == ["WARNING"]
 
 
 def test_rerun_is_cheap(om: FakeOpenMetadata, tmp_path: Path) -> None:
@@ -205,14 +214,10 @@ def test_rerun_is_cheap(om: FakeOpenMetadata, tmp_path: Path) -> None:
     assert len(new) <= 10
 
 
-def test_config_rejects_unknown_keys_and_warns_when_tls_is_off(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+def test_config_rejects_unknown_keys_and_hides_secrets() -> None:
     with pytest.raises(ConfigError) as err:
         OpenMetadataConfig.from_dict({"url": BASE, "jwt": "x"})
     assert "jwt_token" in err.value.hint
-    OpenMetadataConfig.from_dict({"url": "https://om", "verify": "false"})
-    assert "TLS verification" in caplog.text
     assert "secret" not in repr(OpenMetadataConfig.from_dict({"url": BASE, "jwt_token": "secret"}))
 
 

@@ -1,0 +1,189 @@
+"""The fault matrix of issue 10: every OpenMetadata failure, sent directly and through `flush`.
+
+Each cell runs real dbt (`run -s stg_orders`, 10 events) against the loopback OM stand-in with one
+fault, and counts: dbt's exit code, what OM holds (nothing it held before is damaged), what the
+outbox holds, and that delivered + kept + rejected = every event built (nothing lost).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import RUN_STG_ORDERS, CliRun, copy_project, free_port, run_cli
+from tests.fakes.openmetadata import FakeOpenMetadata, Principal, serve
+
+pytestmark = pytest.mark.integration
+EVENTS = 10  # `run -s stg_orders`: invocation START/COMPLETE, the model, its tests' runs
+ONE = "model.integration_project.stg_orders"
+
+
+@contextmanager
+def _hanging_server() -> Iterator[str]:
+    """A server that accepts connections and never answers (OM stuck in a GC pause)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.2)
+    stop, held = threading.Event(), []
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        for conn in held:
+            conn.close()
+        listener.close()
+
+
+def _is_stg_orders(event: dict[str, Any]) -> bool:
+    return event.get("eventType") == "COMPLETE" and any(
+        o.get("name", "").endswith("stg_orders") for o in event.get("outputs") or []
+    )
+
+
+def _seed_foreign(om: FakeOpenMetadata) -> None:
+    """Something OM already holds that no run may damage."""
+    om.seed("databaseService", {"name": "crm_ingested", "serviceType": "Mysql"})
+    om.seed("database", {"name": "crm", "service": "crm_ingested"})
+    om.seed("databaseSchema", {"name": "sales", "database": "crm_ingested.crm"})
+    om.seed(
+        "table",
+        {
+            "name": "order_lines_v2",
+            "databaseSchema": "crm_ingested.crm.sales",
+            "description": "Ingested by OM's MySQL connector.",
+            "columns": [
+                {"name": n, "dataType": "INT", "description": f"ingested {n}"}
+                for n in ("order_id", "line_no", "customer_id", "amount_cents", "status", "ordered_at")
+            ],
+        },
+    )
+
+
+def _state(om: FakeOpenMetadata) -> dict[str, Any]:
+    return {
+        fqn: (t.get("description"), [(c["name"], c.get("description")) for c in t["columns"]])
+        for fqn, t in om.entities["table"].items()
+    }
+
+
+Fault = Callable[[FakeOpenMetadata], None]
+FAULTS: dict[str, tuple[Fault | None, str]] = {
+    # name: (how to break the stand-in, what happens to the events: delivered|kept|one-rejected)
+    "om down": (None, "kept"),
+    "503 x2": (lambda om: om.fail_next([503, 503]), "delivered"),
+    "hanging": (None, "kept"),
+    "401": (lambda om: om.principals.clear(), "kept"),
+    "403 settings": (lambda om: None, "delivered"),  # the scoped bot: settings are admin-only
+    "403 create": (
+        lambda om: om.add_token("bot-jwt", Principal("lineage-bot", roles=frozenset({"LineageBotRole"}))),
+        "kept",
+    ),
+    "400 for one event": (lambda om: om.reject_events(_is_stg_orders), "one-rejected"),
+    "failedEvents": (lambda om: om.fail_events(lambda e: "boom" if _is_stg_orders(e) else None), "one-rejected"),
+}
+
+
+def _env(url: str, token: Path, **extra: str) -> dict[str, str]:
+    env = {
+        "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata",
+        "OPENLINEAGE__TRANSPORT__URL": url,
+        "OPENLINEAGE__TRANSPORT__JWT_TOKEN_FILE": str(token),
+        "OPENLINEAGE__TRANSPORT__SERVICES": "duckdb://pod/crm=crm_ingested",
+        "OPENLINEAGE__TRANSPORT__TIMEOUT": "1",
+        "OPENLINEAGE__TRANSPORT__RETRY_BUDGET": "3",
+    }
+    env.update(extra)
+    return env
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def _delivered(run: CliRun) -> int:
+    found = re.search(r"(\d+) delivered to", run.stderr)
+    return int(found.group(1)) if found else 0
+
+
+@contextmanager
+def _om_with(fault: str) -> Iterator[tuple[FakeOpenMetadata, str]]:
+    om = FakeOpenMetadata.with_bot()
+    _seed_foreign(om)
+    breaker, _ = FAULTS[fault]
+    if fault == "om down":
+        yield om, f"http://127.0.0.1:{free_port()}"
+    elif fault == "hanging":
+        with _hanging_server() as url:
+            yield om, url
+    else:
+        if breaker is not None:
+            breaker(om)
+        with serve(om) as url:
+            yield om, url
+
+
+def _check(om: FakeOpenMetadata, before: dict[str, Any], outbox: Path, delivered: int, fault: str) -> None:
+    kept = _lines(outbox / "openmetadata.jsonl") + _lines(outbox / "openmetadata.rejected.jsonl")
+    kept += [e for f in outbox.glob("*.jsonl") if not f.name.startswith("openmetadata") for e in _lines(f)]
+    assert delivered + len(kept) == EVENTS, (fault, delivered, len(kept))  # nothing lost
+    assert {fqn: v for fqn, v in _state(om).items() if fqn in before} == before  # nothing damaged
+    expect = FAULTS[fault][1]
+    rejected = _lines(outbox / "openmetadata.rejected.jsonl")
+    if expect == "delivered":
+        assert kept == []
+    elif expect == "kept":
+        assert (delivered, len(kept), om.edges) == (0, EVENTS, {})
+    else:
+        assert [_is_stg_orders(e) for e in rejected] == [True], fault
+        assert len(kept) == 1
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_direct(fault: str, tmp_path: Path) -> None:
+    proj = copy_project(tmp_path / "p")
+    token = proj / "token"
+    token.write_text("bot-jwt\n")
+    with _om_with(fault) as (om, url):
+        before = _state(om)
+        run = run_cli(RUN_STG_ORDERS, cwd=proj, env=_env(url, token))
+    assert run.returncode == 0, run.stderr[-3000:]  # lineage never changes dbt's code
+    _check(om, before, proj / "target" / "dbt_oml" / "outbox", _delivered(run), fault)
+    assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_flush(fault: str, tmp_path: Path) -> None:
+    proj = copy_project(tmp_path / "p")
+    token = proj / "token"
+    token.write_text("bot-jwt\n")
+    down = run_cli(RUN_STG_ORDERS, cwd=proj, env=_env(f"http://127.0.0.1:{free_port()}", token))
+    assert down.returncode == 0, down.stderr[-3000:]
+    outbox = proj / "target" / "dbt_oml" / "outbox"
+    assert len(_lines(outbox / "openmetadata.jsonl")) == EVENTS
+    with _om_with(fault) as (om, url):
+        before = _state(om)
+        flushed = run_cli(["flush"], cwd=proj, env=_env(url, token))
+    expect = FAULTS[fault][1]
+    assert flushed.returncode == (0 if expect == "delivered" else 4), flushed.stderr[-3000:]
+    _check(om, before, outbox, _delivered(flushed), fault)
+    assert "Traceback" not in flushed.stderr
