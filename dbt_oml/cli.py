@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from dbt_oml.dbt_process import ProjectOptions
 
 from dbt_oml import __version__
-from dbt_oml.console import print_summary, progress_bar, setup_logging
+from dbt_oml.console import print_summary, progress_bar, say, setup_logging
 from dbt_oml.errors import ArtifactError, ConfigError, DbtOmlError
+from dbt_oml.redaction import register
 
 logger = logging.getLogger("dbt_oml")
 
@@ -280,6 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.SUCCESS if args else ExitCode.USAGE
     if args == ["--version"]:
         from dbt.version import __version__ as dbt_version
+    register(settings.secrets)
 
         click.echo(f"dbt-oml {__version__} (dbt-core {dbt_version})")
         return ExitCode.SUCCESS
@@ -290,10 +292,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         flags, rest = split_args(args)
         settings = load_settings(cli=flags, environ=os.environ, cwd=cwd, home=Path.home())
     except click.ClickException as e:
-        click.echo(f"dbt-oml: {e.format_message()} (see dbt-oml --help)", err=True)
+        say(f"dbt-oml: {e.format_message()} (see dbt-oml --help)")
         return ExitCode.USAGE
     except ConfigError as e:
-        click.echo(f"dbt-oml: {e}", err=True)
+        say(f"dbt-oml: {e}")
         return ExitCode.USAGE
     setup_logging(settings.oml_log_level)
     os.environ.setdefault("DO_NOT_TRACK", "1")  # no usage-stats posts from inside a pod
@@ -309,13 +311,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.redirect_stdout(stream):
             report = pipeline.build(settings, rest, cwd=cwd, report=report, progress=progress_bar())
     except ConfigError as e:
-        click.echo(f"dbt-oml: {e}", err=True)
+        say(f"dbt-oml: {e}")
         return report.dbt_return_code if report.dbt_return_code is not None else ExitCode.USAGE
     except Exception:  # noqa: BLE001 - the single catch-all: a dbt-oml bug must not hide dbt's result
-        traceback.print_exc()
-        click.echo(
-            "dbt-oml: internal error while emitting lineage (a bug; please report it)", err=True
-        )
+        say(traceback.format_exc().rstrip())
+        say("dbt-oml: internal error while emitting lineage (a bug; please report it)")
         if report.dbt_return_code is None:
             return ExitCode.BUG
         if report.dbt_return_code == 0 and settings.fail_on_emit_error:
@@ -324,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if report.dbt_return_code is not None and (report.events_built or settings.dry_run):
         print_summary(report, dry_run=settings.dry_run, settings=settings)
     elif report.dbt_return_code == ExitCode.DBT_ERROR and report.dbt_error:
-        click.echo(f"dbt: {report.dbt_error}", err=True)  # in-process dbt does not print these
+        say(f"dbt: {report.dbt_error}")  # in-process dbt does not print these
     for problem in report.problems:
         logger.warning("%s", problem)
     rc = report.dbt_return_code if report.dbt_return_code is not None else ExitCode.DBT_ERROR
@@ -347,7 +347,7 @@ def _own_command(command: str, settings: Any, rest: list[str], cwd: Path) -> int
             outbox = settings.outbox_dir or cwd / "target" / "dbt_oml" / "outbox"
             files = sorted(outbox.glob("*.jsonl")) if outbox.is_dir() else []
             if not files:
-                click.echo(f"dbt-oml flush: nothing to send in {outbox}", err=True)
+                say(f"dbt-oml flush: nothing to send in {outbox}")
                 return ExitCode.SUCCESS
             report = offline.replay(settings, files, target_path=cwd / "target")
         elif command == "replay":
@@ -362,17 +362,17 @@ def _own_command(command: str, settings: Any, rest: list[str], cwd: Path) -> int
             with contextlib.redirect_stdout(stream):
                 report = _emit(settings, rest, cwd)
     except click.ClickException as e:
-        click.echo(f"dbt-oml {command}: {e.format_message()}", err=True)
+        say(f"dbt-oml {command}: {e.format_message()}")
         return ExitCode.USAGE
     except (ConfigError, ArtifactError) as e:
-        click.echo(f"dbt-oml {command}: {e}", err=True)
+        say(f"dbt-oml {command}: {e}")
         return ExitCode.USAGE
     except DbtOmlError as e:
-        click.echo(f"dbt-oml {command}: {e}", err=True)
+        say(f"dbt-oml {command}: {e}")
         return ExitCode.DELIVERY_FAILED
     except Exception:  # noqa: BLE001 - the single catch-all for our own commands
-        traceback.print_exc()
-        click.echo(f"dbt-oml {command}: internal error (a bug; please report it)", err=True)
+        say(traceback.format_exc().rstrip())
+        say(f"dbt-oml {command}: internal error (a bug; please report it)")
         return ExitCode.BUG
     print_summary(report, dry_run=settings.dry_run, settings=settings)
     for problem in report.problems:

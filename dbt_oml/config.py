@@ -17,6 +17,7 @@ import yaml
 
 from dbt_oml.errors import ConfigError
 from dbt_oml.event_inputs import JobNaming, Orchestrator, RunRef
+from dbt_oml.redaction import SECRET_KEY, secrets_of
 
 #: The config file looked for in the working directory when none is named.
 DEFAULT_CONFIG_FILE: Final = "dbt-oml.yml"
@@ -64,6 +65,8 @@ class Settings:
     """Level of dbt-oml's own log lines on stderr."""
     config_file: Path | None = None
     """The config file that was read, if any."""
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """Secret values seen while reading (passwords, tokens), for the redactor to mask."""
 
 
 def _bool(value: object, key: str, source: str) -> bool:
@@ -292,6 +295,33 @@ def _openlineage_configured(environ: Mapping[str, str], cwd: Path, home: Path | 
     return any(p.is_file() for p in candidates)
 
 
+#: Environment variables whose values are secrets even when their names do not say so.
+_SECRET_ENV_PREFIXES = ("DBT_ENV_SECRET_",)
+#: Variables whose names look secret but are not (the shell's working directories).
+_NOT_SECRET_ENV = frozenset({"PWD", "OLDPWD"})
+
+
+def secret_values(environ: Mapping[str, str], *docs: object) -> tuple[str, ...]:
+    """Secret values in the environment (by variable name) and in config mappings.
+
+    A variable is secret when its name says so (`OM_JWT_TOKEN`, `DBT_OML_PG_PASSWORD`,
+    `OPENLINEAGE__TRANSPORT__AUTH__API_KEY`, dbt's `DBT_ENV_SECRET_*`); a mapping's values
+    when their keys do, or when a string carries one (a URL's password, `passwd=` in a DSN).
+
+    >>> secret_values({"OM_JWT_TOKEN": "eyJ.x", "HOME": "/root"}, {"url": "nats://u:pw1@n"})
+    ('eyJ.x', 'pw1')
+    """
+    found = [
+        value
+        for name, value in environ.items()
+        if value
+        and name not in _NOT_SECRET_ENV
+        and (SECRET_KEY.match(name) or name.startswith(_SECRET_ENV_PREFIXES))
+    ]
+    found += [v for doc in docs for v in secrets_of(doc)]
+    return tuple(dict.fromkeys(found))
+
+
 def load_settings(
     *,
     cli: Mapping[str, object],
@@ -355,4 +385,5 @@ def load_settings(
         config_file=config_path,
         om_transport=om_transport,
         orchestrator=orchestrator(environ),
+        secrets=secret_values(environ, values.get("transport"), values.get("relay"), om_transport),
     )

@@ -13,16 +13,30 @@ from typing import Any
 import click
 
 from dbt_oml.errors import ConfigError
+from dbt_oml.redaction import redact, redact_tree
 
 logger = logging.getLogger("dbt_oml")
 
 
+class RedactingFormatter(logging.Formatter):
+    """Formats a record (message, arguments, traceback) and masks every secret in the result."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
 def setup_logging(level: str) -> None:
+    """dbt-oml's one stderr handler; every line it writes goes through the redactor."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("dbt-oml: %(levelname)s: %(message)s"))
+    handler.setFormatter(RedactingFormatter("dbt-oml: %(levelname)s: %(message)s"))
     logger.handlers[:] = [handler]
     logger.setLevel(level)
     logger.propagate = False
+
+
+def say(text: str, *, err: bool = True) -> None:
+    """Echo one line (stderr by default), secrets masked."""
+    click.echo(redact(text), err=err)
 
 
 def progress_bar() -> Any:
@@ -46,19 +60,20 @@ def _print_plan(settings: Any, events: list[dict[str, Any]]) -> None:
     try:
         plan = bootstrap_plan(settings, events)
     except (DeliveryError, ConfigError) as e:
-        click.echo(f"dbt-oml: no bootstrap plan: {e}", err=True)
+        say(f"dbt-oml: no bootstrap plan: {e}")
         return
     if plan is not None:
-        click.echo("dbt-oml: OpenMetadata bootstrap plan (nothing written):", err=True)
+        say("dbt-oml: OpenMetadata bootstrap plan (nothing written):")
         for line in plan or ["nothing to create"]:
-            click.echo(f"  {line}", err=True)
+            say(f"  {line}")
 
 
 def print_summary(report: Any, *, dry_run: bool, settings: Any = None) -> None:
     delivery = report.delivery
     if dry_run:
-        click.echo(json.dumps({"events": delivery.collected}, indent=1, sort_keys=True))
-        click.echo(f"dbt-oml: {report.events_built} events built (dry run, nothing sent)", err=True)
+        doc = {"events": redact_tree(delivery.collected)}
+        click.echo(json.dumps(doc, indent=1, sort_keys=True))
+        say(f"dbt-oml: {report.events_built} events built (dry run, nothing sent)")
         _print_plan(settings, delivery.collected)
     else:
         line = (
@@ -70,15 +85,14 @@ def print_summary(report: Any, *, dry_run: bool, settings: Any = None) -> None:
                 f"; {delivery.failed} NOT delivered, kept in {delivery.outbox} "
                 f"(send later: dbt-oml replay {delivery.outbox})"
             )
-        click.echo(line, err=True)
+        say(line)
     if report.namespaces:
         shown = ", ".join(f"{k} -> {v}" for k, v in sorted(report.namespaces.items()))
-        click.echo(f"dbt-oml: namespaces: {shown}", err=True)
+        say(f"dbt-oml: namespaces: {shown}")
     if report.lineage_models or report.opaque:
-        click.echo(
+        say(
             f"dbt-oml: column lineage for {report.lineage_models} model(s); "
-            f"{len(report.opaque)} opaque (table-level lineage only)",
-            err=True,
+            f"{len(report.opaque)} opaque (table-level lineage only)"
         )
     for uid, reason in sorted(report.opaque.items()):
         logger.warning("no column lineage for %s: %s", uid, reason)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from dbt_oml.artifacts import failure_summary, parse_time
 from dbt_oml.errors import ConfigError
 from dbt_oml.namespaces import CatalogSpec
+from dbt_oml.redaction import register, secrets_of
 
 if TYPE_CHECKING:
     from dbt_common.events.base_types import EventMsg
@@ -100,6 +101,21 @@ def catalogs_of(adapter_type: str, credentials: Any) -> tuple[CatalogSpec, ...]:
     return tuple(specs)
 
 
+def register_credentials(credentials: Any) -> None:
+    """Give the redactor the profile's passwords and tokens, as dbt resolved them.
+
+    Covers secret-named fields (password, token, motherduck_token, a secret's `secret`) and
+    secrets inside strings (an attachment's `password=`/`passwd=`, a URL's user info).
+    """
+    to_dict = getattr(credentials, "to_dict", None)
+    doc: object
+    try:
+        doc = to_dict(omit_none=True) if callable(to_dict) else vars(credentials)
+    except (TypeError, ValueError, AttributeError):
+        doc = getattr(credentials, "__dict__", {})
+    register(secrets_of(doc))
+
+
 def _context_from_dbt(invocation_id: str) -> DbtContext | None:
     """Read the registered adapter and dbt's flags; None until dbt has registered an adapter."""
     from dbt.adapters.factory import FACTORY
@@ -116,6 +132,7 @@ def _context_from_dbt(invocation_id: str) -> DbtContext | None:
     root = Path(config.project_root).resolve()
     target_path = Path(config.target_path)
     started = get_invocation_started_at()
+    register_credentials(config.credentials)
     cli_vars = getattr(config, "cli_vars", None) or {}
     return DbtContext(
         invocation_id=invocation_id,
@@ -285,6 +302,7 @@ def resolve_project(options: ProjectOptions) -> ResolvedProject:
         ) from e
     target_path = options.target_path or Path(project.target_path)
     adapter = str(loaded.credentials.type)
+    register_credentials(loaded.credentials)
     return ResolvedProject(
         project_name=str(project.project_name),
         project_version=str(getattr(project, "version", "") or "") or None,
@@ -323,6 +341,7 @@ def _without_adapter(options: ProjectOptions, profiles: Path) -> ResolvedProject
             hint="pass --profiles-dir/--profile/--target as for dbt",
         )
     target = renderer.render_data(output)
+    register(secrets_of(target))
     adapter = str(target.get("type") or "")
     credentials = SimpleNamespace(
         host=target.get("host") or target.get("server"),

@@ -7,9 +7,7 @@ that `dbt-oml replay` sends later), so a dead backend costs seconds, not minutes
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -28,22 +26,13 @@ from openlineage.client.facet_v2 import tags_run
 from openlineage.client.serde import Serde
 
 from dbt_oml.errors import ArtifactError
+from dbt_oml.outbox import append_events, read_numbered
+from dbt_oml.redaction import redact as redact  # re-exported: delivery.redact predates it
 
 logger = logging.getLogger(__name__)
 
 #: After this many consecutive failures the transport is not tried again in this run.
 MAX_CONSECUTIVE_FAILURES = 3
-_USERINFO = re.compile(r"(//)[^/@\s]+@")
-_SECRET_PARAM = re.compile(r"((?:token|password|apikey|api_key|key|secret)=)[^&\s]+", re.IGNORECASE)
-
-
-def redact(text: str) -> str:
-    """Drop user:password@ and secret-looking query parameters from an error text.
-
-    >>> redact("POST https://bob:pw@om:8585/api?token=abc&x=1 failed")
-    'POST https://***@om:8585/api?token=***&x=1 failed'
-    """
-    return _SECRET_PARAM.sub(r"\1***", _USERINFO.sub(r"\1***@", text))
 
 
 class Emitter(Protocol):
@@ -169,9 +158,7 @@ class Delivery:
 
     def _spool(self, event: RunEvent) -> None:
         self.report.failed += 1
-        self._outbox.parent.mkdir(parents=True, exist_ok=True)
-        with self._outbox.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(to_dict(event), sort_keys=True) + "\n")
+        append_events(self._outbox, [to_dict(event)])
         self.report.outbox = self._outbox
 
     def close(self, timeout: float = 10.0) -> DeliveryReport:
@@ -193,19 +180,26 @@ class Delivery:
 
 
 def read_outbox(path: Path) -> list[RunEvent]:
-    """The events kept in an outbox file, in order."""
-    events = []
+    """The events kept in an outbox file, in order.
+
+    A line that is not an event (torn by a crash mid-write, edited by hand) is skipped with a
+    WARNING naming the file and line; the rest of the file still counts.
+
+    Raises:
+        ArtifactError: the file does not exist or cannot be read.
+    """
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        docs, problems = read_numbered(path)
     except FileNotFoundError:
         raise ArtifactError(path=str(path), reason="not found") from None
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    except OSError as e:
+        raise ArtifactError(path=str(path), reason=f"cannot be read ({e.strerror})") from e
+    for problem in problems:
+        logger.warning("%s", problem)
+    events = []
+    for number, doc in docs:
         try:
-            events.append(from_dict(json.loads(line)))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-            raise ArtifactError(
-                path=f"{path}:{number}", reason=f"is not an OpenLineage event ({e})"
-            ) from e
+            events.append(from_dict(doc))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            logger.warning("%s:%d: skipped, not an OpenLineage event (%r)", path, number, e)
     return events

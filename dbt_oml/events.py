@@ -30,6 +30,7 @@ from dbt_oml.filerefs import file_dataset, file_paths
 from dbt_oml.ids import run_id
 from dbt_oml.lineage import ModelLineage, SourceColumn
 from dbt_oml.namespaces import Namespaces
+from dbt_oml.redaction import redact
 
 #: Node types that run as their own OpenLineage job, and their jobType.
 JOB_TYPES: Mapping[str, str] = {"model": "MODEL", "seed": "SEED", "snapshot": "SNAPSHOT"}
@@ -258,7 +259,7 @@ class EventBuilder:
         """COMPLETE (no error) or FAIL (with the error text) of the invocation's run."""
         run_facets = self._invocation_facets()
         if error is not None:
-            run_facets["errorMessage"] = facets.error_message(error, self.settings.producer)
+            run_facets["errorMessage"] = facets.error_message(redact(error), self.settings.producer)
         return self.event(
             state=RunState.FAIL if error is not None else RunState.COMPLETE,
             at=at,
@@ -322,7 +323,9 @@ class EventBuilder:
         }
         if state is RunState.FAIL:
             message = result.message or f"dbt reported status {result.status}"
-            run_facets["errorMessage"] = facets.error_message(message, self.settings.producer)
+            run_facets["errorMessage"] = facets.error_message(
+                redact(message), self.settings.producer
+            )
         inputs = self.inputs(node, sql)
         output = self.output(node, result.rows_affected)
         lineage = self.lineage.get(node.unique_id) if state is RunState.COMPLETE else None

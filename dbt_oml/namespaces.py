@@ -11,7 +11,6 @@ import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 from dbt_oml.errors import NamespaceError
 
@@ -51,6 +50,59 @@ class Namespaces:
 
 
 _KV = re.compile(r"(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|\S*)")
+_ODBC = re.compile(r"(?:^|;)\s*(?:server|data source|address|addr)\s*=", re.IGNORECASE)
+#: host (name, IPv4 or [IPv6]) and an optional port, then the end of the authority.
+_AUTHORITY = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[\w.\-]+)(?::(?P<port>\d*))?(?=[/?#]|$)")
+
+
+_HOST = re.compile(r"\[[0-9A-Fa-f:.]+\]|[\w.\-]+")
+_SCHEME = re.compile(r"\s*(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://")
+
+
+def _is_url(text: str) -> bool:
+    return _SCHEME.match(text) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class _Url:
+    scheme: str
+    host: str
+    port: int | None
+    path: str
+
+
+def _split_url(url: str) -> _Url | None:
+    """scheme, host, port and path of a URL whose password may hold `@ : / ? #` unencoded.
+
+    The host is what follows the last `@` that is followed by a valid authority (so an `@`
+    in the query string can be mistaken for the end of the user info: safe, never a leak). urlsplit
+    stops at the first `/`, `?` or `#` and reads a password's fragment as a port (raising a
+    ValueError that quotes it). None when no authority parses. Never raises, and never
+    returns the user info.
+
+    >>> _split_url("postgresql://etl:s3cr?t/PW@db.internal:6432/src?sslmode=require")
+    _Url(scheme='postgresql', host='db.internal', port=6432, path='/src')
+    """
+    head = _SCHEME.match(url)
+    if head is None:
+        return None
+    scheme, rest = head["scheme"], url[head.end() :].rstrip()
+    # with an `@` the authority follows one: position 0 is user info then, never the host
+    starts = [i + 1 for i, c in enumerate(rest) if c == "@"] or [0]
+    for start in reversed(starts):
+        match = _AUTHORITY.match(rest, start)
+        if match is None:
+            continue
+        port = match["port"]
+        tail = rest[match.end() :]
+        path = tail.split("?", 1)[0].split("#", 1)[0]
+        return _Url(
+            scheme=scheme.lower(),
+            host=match["host"].lower(),
+            port=int(port) if port else None,
+            path=path,
+        )
+    return None
 
 
 def _keyvalues(conn: str) -> dict[str, str]:
@@ -58,24 +110,37 @@ def _keyvalues(conn: str) -> dict[str, str]:
     return {k.lower(): v.strip("'") for k, v in _KV.findall(conn)}
 
 
+def _odbc(conn: str) -> tuple[str, str]:
+    """(host, port) of an ODBC / ADO string: `Server=tcp:host,port;Database=...`."""
+    pairs = {
+        k.strip().lower(): v.strip()
+        for k, _, v in (p.partition("=") for p in conn.split(";") if "=" in p)
+    }
+    server = ""
+    for key in ("server", "data source", "address", "addr"):
+        server = server or pairs.get(key, "")
+    host, _, port = server.removeprefix("tcp:").partition(",")
+    return host.strip(), port.strip()
+
+
 def _server(conn: str, *, scheme: str, default_port: int, catalog: str) -> str:
-    """`scheme://host:port` from a URI or key=value connection string, secrets dropped."""
+    """`scheme://host:port` from a URI or key=value connection string, secrets dropped.
+
+    Errors name the catalog and what is missing, never the connection string (it holds
+    passwords).
+    """
     host: str | None
     port: str | int | None
-    if "://" in conn:
-        parts = urlsplit(conn)
-        host, port = parts.hostname, parts.port
-    elif ";" in conn:  # ODBC / ADO style: Server=host,port;Database=...
-        pairs = {
-            k.strip().lower(): v.strip()
-            for k, _, v in (p.partition("=") for p in conn.split(";") if "=" in p)
-        }
-        server = pairs.get("server") or pairs.get("data source") or pairs.get("address") or ""
-        server = server.removeprefix("tcp:")
-        host, _, port = server.partition(",")
+    if _is_url(conn):
+        url = _split_url(conn)
+        host, port = (url.host, url.port) if url else (None, None)
+    elif _ODBC.search(conn):
+        host, port = _odbc(conn)
     else:
         pairs = _keyvalues(conn)
         host, port = pairs.get("host") or pairs.get("hostaddr"), pairs.get("port")
+    if port is not None and not str(port).isdigit():
+        port = None  # a port that is not a number is no port (and may be a secret's fragment)
     if not host:
         raise NamespaceError(
             catalog=catalog,
@@ -84,6 +149,10 @@ def _server(conn: str, *, scheme: str, default_port: int, catalog: str) -> str:
         )
     if host.startswith("/"):  # a Unix socket directory means this machine
         host = "localhost"
+    if not _HOST.fullmatch(host):
+        raise NamespaceError(
+            catalog=catalog, adapter=scheme, reason="the connection string's host does not parse"
+        )
     return f"{scheme}://{host.lower()}:{port or default_port}"
 
 
@@ -91,11 +160,12 @@ def _local_path(path: str, cwd: str) -> str:
     return posixpath.normpath(path if posixpath.isabs(path) else posixpath.join(cwd, path))
 
 
-def _strip_uri(uri: str) -> str:
-    parts = urlsplit(uri)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return f"{parts.scheme}://{netloc}{parts.path}"
+def _strip_uri(uri: str, catalog: str) -> str:
+    url = _split_url(uri)
+    if url is None:
+        raise NamespaceError(catalog=catalog, adapter="duckdb", reason="the file URL names no host")
+    netloc = f"{url.host}:{url.port}" if url.port else url.host
+    return f"{url.scheme}://{netloc}{url.path}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,8 +181,8 @@ def _duckdb(spec: CatalogSpec, ctx: _Ctx) -> str:
     if path.startswith(("md:", "motherduck:")):
         db = path.split(":", 1)[1].split("?", 1)[0] or spec.alias
         return f"motherduck://{db}"
-    if "://" in path:
-        return _strip_uri(path)
+    if _is_url(path):
+        return _strip_uri(path, spec.alias)
     if ctx.duckdb_default is not None:
         return _fill(ctx, spec, path)
     return f"duckdb://{_local_path(path, ctx.cwd)}"
@@ -175,7 +245,13 @@ def namespace_for(spec: CatalogSpec, *, cwd: str = "/", duckdb_default: str | No
         raise NamespaceError(
             catalog=spec.alias, adapter=spec.type, reason=f"unsupported catalog type {spec.type!r}"
         )
-    return rule(spec, _Ctx(cwd=cwd, duckdb_default=duckdb_default))
+    try:
+        return rule(spec, _Ctx(cwd=cwd, duckdb_default=duckdb_default))
+    except ValueError:
+        # the parsers' messages quote the connection string, which holds passwords
+        raise NamespaceError(
+            catalog=spec.alias, adapter=spec.type, reason="the connection string does not parse"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

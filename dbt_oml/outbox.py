@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from dbt_oml.redaction import redact
+from dbt_oml.redaction import redact, redact_tree
 
 logger = logging.getLogger(__name__)
 
@@ -26,16 +26,19 @@ FILE_MODE = 0o600
 def _append_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    data = text.encode("utf-8")
     try:
         os.fchmod(fd, FILE_MODE)
-        os.write(fd, text.encode("utf-8"))
+        written = os.write(fd, data)
+        while written < len(data):  # a short write (signal, full disk): finish the line
+            written += os.write(fd, data[written:])
     finally:
         os.close(fd)
 
 
 def append_events(path: Path, events: Iterable[Mapping[str, Any]]) -> int:
-    """Append events as JSON lines (one write); returns how many were written."""
-    lines = [json.dumps(dict(e), sort_keys=True) + "\n" for e in events]
+    """Append events as JSON lines (one write, every string redacted); returns how many."""
+    lines = [json.dumps(redact_tree(dict(e)), sort_keys=True) + "\n" for e in events]
     if lines:
         _append_text(path, "".join(lines))
     return len(lines)
@@ -50,7 +53,17 @@ def append_reason(path: Path, count: int, reason: str, *, now: datetime | None =
 
 def read_events(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """The events of an outbox file, and one problem per line that is not a JSON object."""
-    events: list[dict[str, Any]] = []
+    numbered, problems = read_numbered(path)
+    return [doc for _, doc in numbered], problems
+
+
+def read_numbered(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
+    """(line number, JSON object) of every good line, and one problem per bad line.
+
+    A bad line (torn by a crash mid-write, not JSON, not an object) is skipped; its problem
+    names the file and the line.
+    """
+    events: list[tuple[int, dict[str, Any]]] = []
     problems: list[str] = []
     with path.open(encoding="utf-8", errors="replace") as lines:
         for number, line in enumerate(lines, 1):
@@ -59,10 +72,11 @@ def read_events(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             try:
                 doc = json.loads(line)
             except json.JSONDecodeError as e:
-                problems.append(f"{path}:{number}: skipped, not a JSON line ({e.msg})")
+                torn = "" if line.endswith("\n") else ", torn (no end of line)"
+                problems.append(f"{path}:{number}: skipped, not a JSON line{torn} ({e.msg})")
                 continue
             if not isinstance(doc, dict):
                 problems.append(f"{path}:{number}: skipped, not a JSON object")
                 continue
-            events.append(doc)
+            events.append((number, doc))
     return events, problems

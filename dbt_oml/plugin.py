@@ -72,7 +72,9 @@ def _dbt_vars() -> dict[str, Any]:
 
 def warn(message: str) -> None:
     """One line on stderr: the plugin never raises into dbt."""
-    sys.stderr.write(f"dbt-oml plugin: {message}\n")
+    from dbt_oml.redaction import redact
+
+    sys.stderr.write(redact(f"dbt-oml plugin: {message}") + "\n")
 
 
 class DbtOmlPlugin(dbtPlugin):

@@ -23,6 +23,7 @@ from dbt_oml.errors import DbtOmlError
 from dbt_oml.events import BUILD_COMMANDS
 from dbt_oml.pipeline import LiveEmitter, finish
 from dbt_oml.plugin import warn
+from dbt_oml.redaction import register
 from dbt_oml.relation_columns import live_catalog
 from dbt_oml.run_state import Report, write_node_starts
 
@@ -50,6 +51,7 @@ class PluginSession:
         except DbtOmlError as e:
             warn(f"{e}; dbt runs without lineage")
             return None
+        register(settings.secrets)
         setup_logging(settings.oml_log_level)
         return cls(settings, cwd)
 

@@ -1,48 +1,101 @@
 """The one redactor: every text that leaves the process passes through `redact`.
 
 Pure (no I/O). Knows URL userinfo (`scheme://user:pass@host`), secret-looking key=value pairs in
-query strings, DSNs and error texts (`password`, `passwd`, `pwd`, `token`, `secret`,
-`motherduck_token`, `api_key`, ...), and any secret *value* registered at start-up (a profile's
-password, the OM token), wherever it appears.
+query strings, DSNs, JSON and error texts (`password`, `passwd`, `pwd`, `token`, `secret`,
+`motherduck_token`, `api_key`, ...), `Bearer` credentials, and any secret *value* registered at
+start-up (a profile's password, the OM token), wherever and however encoded it appears.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import quote, quote_plus
 
-_SECRET_KEYS = (
-    r"(?:[A-Za-z0-9_]*(?:password|passwd|pwd|token|secret|api_?key|apikey|access_?key"
-    r"|private_?key|credentials?))"
-)
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<info>[^/\s@'\"]+)@")
-_KEY_VALUE = re.compile(
-    rf"(?P<key>\b{_SECRET_KEYS}\b\s*(?:=|:)\s*)(?P<q>['\"]?)(?P<value>[^\s&;,'\"}}]+)",
+#: Names of keys whose values are secrets (case-insensitive, any prefix: PGPASSWORD, jwt_token).
+SECRET_KEY = re.compile(
+    r"^[A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd|token|secret|api_?key|apikey"
+    r"|access_?key|private_?key|credentials?|signature|sig)$",
     re.IGNORECASE,
 )
+_SECRET_KEYS = (
+    r"(?:[A-Za-z0-9_]*(?:password|passwd|passphrase|pwd|token|secret|api_?key|apikey|access_?key"
+    r"|private_?key|credentials?|signature|sig))"
+)
+_SCHEME = r"[A-Za-z][A-Za-z0-9+.\-]*://"
+#: One URL: a scheme, then up to whitespace, a quote, or a comma that starts the next URL.
+_URL = re.compile(rf"(?P<scheme>{_SCHEME})(?P<rest>(?:[^\s'\"<>,]|,(?!{_SCHEME}))+)")
+_KEY_VALUE = re.compile(
+    rf"(?P<key>\b{_SECRET_KEYS}['\"]?\s*(?:=|:)\s*)"
+    r"(?P<value>'[^'\n]*'|\"(?:[^\"\\\n]|\\.)*\"|[^\s&;,'\"}\\]+)",
+    re.IGNORECASE,
+)
+_BEARER = re.compile(r"\b(?P<kind>Bearer|Basic)\s+[A-Za-z0-9\-._~+/]{6,}=*", re.IGNORECASE)
 MASK = "***"
+#: Shorter values are not remembered: masking every "a" or "pw" would garble all output.
+MIN_SECRET_LENGTH = 3
+
+
+def _host_start(char: str) -> bool:
+    return char.isalnum() or char in {"[", "_"}
+
+
+def _userinfo_end(rest: str) -> int:
+    """Index of the `@` that ends a URL's user info (the last one before a host), or -1."""
+    at = rest.rfind("@")
+    while at >= 0 and not _host_start(rest[at + 1 : at + 2]):
+        at = rest.rfind("@", 0, at)
+    return at if at > 0 else -1
+
+
+def _mask_userinfo(match: re.Match[str]) -> str:
+    rest = match["rest"]
+    end = _userinfo_end(rest)
+    return match[0] if end < 0 else f"{match['scheme']}{MASK}{rest[end:]}"
+
+
+def _mask_value(match: re.Match[str]) -> str:
+    value = match["value"]
+    quoted = value[:1] if value[:1] in {"'", '"'} else ""
+    return f"{match['key']}{quoted}{MASK}{quoted}"
+
+
+def _encodings(value: str) -> set[str]:
+    """The ways a secret shows up in text: as is, URL-encoded, JSON- and repr-escaped."""
+    out = {value, quote(value, safe=""), quote_plus(value), json.dumps(value)[1:-1]}
+    out.add(repr(value)[1:-1])
+    return {v for v in out if len(v) >= MIN_SECRET_LENGTH}
 
 
 class Redactor:
     """Masks secrets in text. Thread-safe; known secret values can be added at any time."""
 
     def __init__(self) -> None:
-        self._values: set[str] = set()
+        self._values: list[str] = []
+        self._known: set[str] = set()
         self._lock = threading.Lock()
 
     def add(self, *values: str | None) -> None:
         """Remember secret values (a password, a token) to mask wherever they appear."""
         with self._lock:
-            self._values.update(v for v in values if v and len(v) >= 3)
+            for value in values:
+                if value and len(value.strip()) >= MIN_SECRET_LENGTH:
+                    self._known.update(_encodings(value))
+            self._values = sorted(self._known, key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
-        out = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", str(text))
-        out = _KEY_VALUE.sub(lambda m: f"{m['key']}{m['q']}{MASK}", out)
+        out = str(text)
         with self._lock:
-            values = sorted(self._values, key=len, reverse=True)
-        for value in values:
-            out = out.replace(value, MASK)
-        return out
+            values = self._values
+        for value in values:  # first: a known value is masked whole, whatever it contains
+            if value in out:
+                out = out.replace(value, MASK)
+        out = _URL.sub(_mask_userinfo, out)
+        out = _KEY_VALUE.sub(_mask_value, out)
+        return _BEARER.sub(lambda m: f"{m['kind']} {MASK}", out)
 
 
 #: The process-wide redactor: config registers the secrets it reads, every writer calls it.
@@ -56,5 +109,67 @@ def redact(text: str) -> str:
     'POST https://***@om:8585/api?token=***&x=1 failed'
     >>> redact("IO Error: host=db user=etl passwd=TOPSECRET port=3306")
     'IO Error: host=db user=etl passwd=*** port=3306'
+    >>> redact("nats://relay:n@ts/pw@nats-1:4222,nats://nats-2:4222 refused")
+    'nats://***@nats-1:4222,nats://nats-2:4222 refused'
     """
     return REDACTOR(text)
+
+
+def redact_tree(value: Any) -> Any:
+    """A copy of a JSON-like document with every string redacted (keys kept as they are)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, Mapping):
+        return {k: redact_tree(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_tree(v) for v in value]
+    return value
+
+
+def secrets_in(text: str) -> list[str]:
+    """The secret values a text carries: URL passwords and secret key=value values.
+
+    >>> secrets_in("host=db user=etl password='a b c' port=1")
+    ['a b c']
+    >>> secrets_in("postgresql://etl:s3cr?t@db/x")
+    ['s3cr?t']
+    """
+    found = []
+    for match in _URL.finditer(text):
+        info = match["rest"][: max(_userinfo_end(match["rest"]), 0)]
+        _, sep, password = info.partition(":")
+        found.append(password if sep else info)
+    for match in _KEY_VALUE.finditer(text):
+        value = match["value"]
+        found.append(value[1:-1] if value[:1] in {"'", '"'} else value)
+    return [v for v in found if v]
+
+
+def secrets_of(doc: object) -> list[str]:
+    """Secret values in a mapping (a profile target, a transport config), at any depth.
+
+    Values of secret-named keys (`password`, `jwt_token`, ...) and secrets inside strings
+    (connection strings with passwords, URLs with user info).
+
+    >>> secrets_of({"type": "x", "auth": {"api_key": "k123"}, "url": "https://u:pw99@h"})
+    ['k123', 'pw99']
+    """
+    out: list[str] = []
+    if isinstance(doc, Mapping):
+        for key, value in doc.items():
+            scalar = isinstance(value, str | int) and not isinstance(value, bool)
+            if scalar and SECRET_KEY.match(str(key)):
+                out.append(str(value))
+            else:
+                out += secrets_of(value)
+    elif isinstance(doc, list | tuple | set | frozenset):
+        for item in doc:
+            out += secrets_of(item)
+    elif isinstance(doc, str):
+        out += secrets_in(doc)
+    return out
+
+
+def register(values: Iterable[str | None]) -> None:
+    """Add secret values to the process-wide redactor."""
+    REDACTOR.add(*values)

@@ -46,6 +46,14 @@ def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DO_NOT_TRACK", "1")
 
 
+@pytest.fixture(autouse=True)
+def _fresh_redactor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Secrets a test registers (through the CLI, config or directly) stay in that test."""
+    from dbt_oml import redaction
+
+    monkeypatch.setattr(redaction, "REDACTOR", redaction.Redactor())
+
+
 @dataclass(frozen=True)
 class CliRun:
     returncode: int

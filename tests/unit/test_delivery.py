@@ -8,7 +8,14 @@ from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import RunEvent
 
 from dbt_oml.artifacts import read_artifacts
-from dbt_oml.delivery import MAX_CONSECUTIVE_FAILURES, Delivery, read_outbox, redact, to_dict
+from dbt_oml.delivery import (
+    MAX_CONSECUTIVE_FAILURES,
+    Delivery,
+    from_dict,
+    read_outbox,
+    redact,
+    to_dict,
+)
 from dbt_oml.errors import ArtifactError
 from dbt_oml.event_inputs import EventSettings, Invocation
 from dbt_oml.events import build_events
@@ -90,12 +97,48 @@ def test_dry_run_collects(mini_target: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "o.jsonl").exists()
 
 
-def test_corrupt_outbox_line(tmp_path: Path) -> None:
+def test_a_torn_last_line_is_skipped_with_a_warning(
+    mini_target: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    events = _events(mini_target)
     path = tmp_path / "o.jsonl"
-    path.write_text('{"eventType": "START"}\n')
+    Delivery(Flaky(fail=10**6), outbox=path, target="x").send_all(events)
+    whole = path.read_text()
+    path.write_text(whole + whole.splitlines()[0][:40])  # a crash in the middle of a write
+    caplog.clear()
+    kept = read_outbox(path)
+    assert [e.run.runId for e in kept] == [e.run.runId for e in events]
+    [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert f"{path}:{len(events) + 1}: skipped" in warning
+    assert "torn" in warning
+
+
+def test_a_line_that_is_not_an_event_is_skipped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "o.jsonl"
+    path.write_text('{"eventType": "START"}\n[1]\n')
+    assert read_outbox(path) == []
+    warnings = sorted(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    assert [w.split(": ")[0] for w in warnings] == [f"{path}:1", f"{path}:2"]
+
+
+def test_a_missing_outbox_is_an_artifact_error(tmp_path: Path) -> None:
     with pytest.raises(ArtifactError) as err:
-        read_outbox(path)
-    assert err.value.path.endswith("o.jsonl:1")
+        read_outbox(tmp_path / "none.jsonl")
+    assert err.value.path.endswith("none.jsonl")
+
+
+def test_the_outbox_is_private_and_redacted(mini_target: Path, tmp_path: Path) -> None:
+    from dbt_oml.redaction import REDACTOR
+
+    REDACTOR.add("outbox-SECRET-77")
+    event = to_dict(_events(mini_target)[-1])
+    event["run"]["facets"]["errorMessage"] = {"message": "passwd=outbox-SECRET-77 refused"}
+    path = tmp_path / "box" / "o.jsonl"
+    Delivery(Flaky(fail=1), outbox=path, target="x").send(from_dict(event))
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert "SECRET" not in path.read_text()
 
 
 def test_redact() -> None:

@@ -1,0 +1,321 @@
+"""The one redactor, and every writer that goes through it: a password never leaves the process.
+
+Property-based: passwords are drawn with `@ : / ? # % ;` and spaces, the characters that break
+naive URL and key=value parsing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import string
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from dbt_oml import redaction
+from dbt_oml.console import setup_logging
+from dbt_oml.errors import NamespaceError
+from dbt_oml.namespaces import CatalogSpec, namespace_for, resolve_namespaces
+from dbt_oml.outbox import append_reason
+from dbt_oml.redaction import Redactor, redact, redact_tree, secrets_in, secrets_of
+from tests.unit.test_events import STARTED
+
+SPECIAL = "@:/?#%; "
+_ALPHABET = string.ascii_letters + string.digits + SPECIAL
+
+
+#: No deadline (two shared cores make timings noise) and no example database in the checkout.
+hostile = settings(deadline=None, database=None)
+
+
+def _hostile(text: str) -> bool:
+    return (
+        len({c for c in text if c in SPECIAL}) >= 2
+        and sum(c.isalnum() for c in text) >= 4
+        and text.strip() == text
+    )
+
+
+#: A password with at least two of `@ : / ? # % ;` and space, and some letters or digits.
+passwords = st.text(alphabet=_ALPHABET, min_size=8, max_size=24).filter(_hostile)
+#: The same without spaces: what a URL or an unquoted key=value can carry unregistered.
+url_passwords = st.text(alphabet=_ALPHABET.replace(" ", ""), min_size=8, max_size=24).filter(
+    _hostile
+)
+
+
+@contextmanager
+def fresh_redactor(*secrets: str) -> Iterator[Redactor]:
+    """A process redactor that knows only `secrets` (hypothesis runs many examples per test)."""
+    saved = redaction.REDACTOR
+    redaction.REDACTOR = Redactor()
+    redaction.REDACTOR.add(*secrets)
+    try:
+        yield redaction.REDACTOR
+    finally:
+        redaction.REDACTOR = saved
+
+
+def _contexts(pw: str) -> list[str]:
+    """Where a password turns up: URLs, DSNs, JSON, dbt and driver error texts."""
+    return [
+        f"postgresql://etl:{pw}@db.internal:5432/src",
+        f"IO Error: Unable to connect: host=127.0.0.1 user=etl passwd={pw} db=crm",
+        f"connection to 'host=db password={pw}' failed",
+        json.dumps({"password": pw, "host": "db"}),
+        f"nats://relay:{quote(pw, safe='')}@nats-1:4222",
+        f"Runtime Error\n  {pw}\n",
+    ]
+
+
+# -- the redactor --------------------------------------------------------------------------
+
+
+@hostile
+@given(pw=passwords)
+def test_a_registered_password_never_survives(pw: str) -> None:
+    with fresh_redactor(pw):
+        for text in _contexts(pw):
+            assert pw not in redact(text)
+            assert quote(pw, safe="") not in redact(text)
+
+
+@hostile
+@given(pw=url_passwords)
+def test_an_unregistered_password_in_a_url_or_dsn_never_survives(pw: str) -> None:
+    texts = [
+        f"POST https://bot:{pw}@om.example:8585/api/v1/lineage failed",
+        f"nats://relay:{pw}@nats-1:4222,nats://nats-2:4222",
+        f"host=db user=etl passwd={pw.replace(';', '')} port=3306",
+        f"password='{pw}' host=db",
+        json.dumps({"jwt_token": pw}),
+        f"GET /api?token={quote(pw, safe='')}&x=1",
+    ]
+    with fresh_redactor():
+        for text in texts:
+            secret = pw.replace(";", "") if "passwd=" in text else pw
+            assume(secret not in text.replace(secret, "", 1))  # not also part of the rest
+            assert secret not in redact(text), text
+            assert quote(pw, safe="") not in redact(text)
+
+
+def test_known_shapes_keep_the_rest_readable() -> None:
+    with fresh_redactor():
+        assert redact("nats://u:pw@n1:4222 and https://om:8585/x") == (
+            "nats://***@n1:4222 and https://om:8585/x"
+        )
+        assert redact('{"password": "a b", "user": "x"}') == '{"password": "***", "user": "x"}'
+        assert redact("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.x.y") == (
+            "Authorization: Bearer ***"
+        )
+        assert redact("oauth_token_url=https://idp/token tokens: 5") == (
+            "oauth_token_url=https://idp/token tokens: 5"
+        )
+        assert redact("md:db?motherduck_token=abc123&saas_mode=true") == (
+            "md:db?motherduck_token=***&saas_mode=true"
+        )
+
+
+def test_redact_tree_masks_strings_and_keeps_structure() -> None:
+    with fresh_redactor("s3cr3t-value"):
+        doc = {"a": ["x s3cr3t-value y", 1, None], "password": {"k": "passwd=zz"}}
+        assert redact_tree(doc) == {"a": ["x *** y", 1, None], "password": {"k": "passwd=***"}}
+
+
+def test_secrets_are_found_in_configs_and_connection_strings() -> None:
+    target = {
+        "type": "duckdb",
+        "path": "md:db?motherduck_token=md-tok",
+        "attach": [{"path": "host=h user=u passwd='p w;d'", "type": "mysql"}],
+        "secrets": [{"type": "s3", "key_id": "AKIA", "secret": "aws-s3cret"}],
+        "threads": 2,
+        "password": "pg-pass",
+        "use_token": True,
+    }
+    assert sorted(secrets_of(target)) == ["aws-s3cret", "md-tok", "p w;d", "pg-pass"]
+    assert secrets_in("mysql://root:p@ss/w@crm:3306/x") == ["p@ss/w"]
+
+
+# -- namespaces: derived from connection strings, never echoing them ------------------------
+
+
+@hostile
+@given(pw=passwords)
+def test_namespaces_never_echo_a_password(pw: str) -> None:
+    url = f"postgresql://etl:{pw}@db.internal:6432/src?sslmode=require"
+    assert namespace_for(CatalogSpec(alias="dw", type="postgres", path=url)) == (
+        "postgres://db.internal:6432"
+    )
+    dsn = f"host=crm-db port=3307 user=etl password='{pw}' db=crm"
+    assert namespace_for(CatalogSpec(alias="crm", type="mysql", path=dsn)) == "mysql://crm-db:3307"
+    with pytest.raises(NamespaceError) as err:
+        namespace_for(CatalogSpec(alias="dw", type="postgres", path=f"user=etl password='{pw}'"))
+    assert err.value.catalog == "dw"
+    assert pw not in str(err.value)
+
+
+def test_a_url_without_a_host_is_a_namespace_error() -> None:
+    spec = CatalogSpec(alias="dw", type="postgres", path="postgresql://etl:p@?ss/w@/src")
+    with pytest.raises(NamespaceError) as err:
+        namespace_for(spec)
+    assert "p@ss" not in str(err.value)
+
+
+def test_the_url_from_the_issue_gives_its_host() -> None:
+    spec = CatalogSpec(alias="dw", type="postgres", path="postgresql://etl:s3cr?tPW@host/db")
+    assert namespace_for(spec) == "postgres://host:5432"
+    resolution = resolve_namespaces([spec], overrides={})
+    assert resolution.problems == ()
+
+
+def _namespace_or_error(spec: CatalogSpec) -> str:
+    try:
+        return namespace_for(spec)
+    except NamespaceError as e:
+        return str(e)
+
+
+@hostile
+@given(pw=passwords, junk=st.text(alphabet=_ALPHABET + "=',", max_size=30))
+def test_namespace_derivation_raises_only_namespace_errors(pw: str, junk: str) -> None:
+    assume(pw not in junk)  # junk stands where a host goes: it is no secret
+    for kind in ("postgres", "mysql", "mssql", "duckdb"):
+        for path in (
+            f"{junk}password={pw}",
+            f"postgresql://{junk}:{pw}@{junk}",
+            f"s3://u:{pw}@{junk}",
+            f"Server={junk};Pwd={pw}",
+        ):
+            if kind == "duckdb" and not path.startswith(("s3:", "postgresql:")):
+                continue  # a DuckDB path names a file: its namespace is that path, by design
+            assert pw not in _namespace_or_error(CatalogSpec(alias="c", type=kind, path=path))
+
+
+# -- writers: outbox reasons and log lines --------------------------------------------------
+
+
+@hostile
+@given(pw=passwords, url_pw=url_passwords)
+def test_outbox_reasons_never_hold_a_password(pw: str, url_pw: str) -> None:
+    with fresh_redactor(pw), tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "openmetadata.reasons.log"
+        append_reason(log, 3, f"POST https://bot:{url_pw}@om:8585/api 401; password was {pw}")
+        text = log.read_text()
+        assert pw not in text
+        assert url_pw not in text
+        assert log.stat().st_mode & 0o777 == 0o600
+
+
+@hostile
+@given(pw=passwords)
+def test_log_lines_and_tracebacks_never_hold_a_password(pw: str) -> None:
+    logger = logging.getLogger("dbt_oml")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    with fresh_redactor(pw):
+        setup_logging("DEBUG")
+        stream = io.StringIO()
+        logger.handlers[0].setStream(stream)  # type: ignore[attr-defined]
+        try:
+            logging.getLogger("dbt_oml.x").warning("connect to %s failed", _contexts(pw)[0])
+            try:
+                raise ConnectionError(f"refused: passwd={pw}")
+            except ConnectionError:
+                logging.getLogger("dbt_oml.y").exception("delivery failed")
+        finally:
+            logger.handlers[:], logger.level, logger.propagate = saved
+    out = stream.getvalue()
+    assert "ConnectionError: refused: passwd=***" in out
+    assert pw not in out
+
+
+# -- events' error facets -------------------------------------------------------------------
+
+
+def test_error_facets_are_redacted(mini_target: Path) -> None:
+    from openlineage.client.serde import Serde
+
+    from dbt_oml.artifacts import read_artifacts
+    from dbt_oml.event_inputs import EventSettings, Invocation
+    from dbt_oml.events import build_events
+    from dbt_oml.namespaces import Namespaces
+
+    results = mini_target / "run_results.json"
+    doc = json.loads(results.read_text())
+    failed = next(r for r in doc["results"] if r["status"] == "error")
+    failed["message"] = "IO Error: Unable to connect: host=db user=root passwd=TOPSECRET db=crm"
+    results.write_text(json.dumps(doc))
+    with fresh_redactor("pg-R3gistered"):
+        events = build_events(
+            read_artifacts(mini_target),
+            invocation=Invocation(
+                invocation_id="i", started_at=STARTED, command="build", project_name="p"
+            ),
+            namespaces=Namespaces(by_catalog={}, fallback="duckdb://pod"),
+            settings=EventSettings(producer="https://example.com/p", adapter_version="0"),
+            error="Runtime Error: attach 'postgresql://etl:pg-R3gistered@dw/x' failed",
+        )
+    docs = [Serde.to_dict(e) for e in events]
+    messages = [
+        d["run"]["facets"]["errorMessage"]["message"] for d in docs if d["eventType"] == "FAIL"
+    ]
+    assert messages == [
+        "IO Error: Unable to connect: host=db user=root passwd=*** db=crm",
+        "Runtime Error: attach 'postgresql://***@dw/x' failed",
+    ]
+
+
+# -- the command line -----------------------------------------------------------------------
+
+
+def test_a_traceback_is_redacted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dbt_oml import pipeline
+    from dbt_oml.cli import ExitCode, main
+
+    def build(*_: object, **__: object) -> None:
+        raise RuntimeError("attach 'host=db passwd=cli-SECRET-1' failed; token was tok-SECRET-2")
+
+    monkeypatch.setattr(pipeline, "build", build)
+    monkeypatch.setenv("DBT_OML_API_TOKEN", "tok-SECRET-2")
+    assert main(["build"]) == ExitCode.BUG
+    err = capsys.readouterr().err
+    assert "Traceback" in err
+    assert "RuntimeError: attach 'host=db passwd=***' failed" in err
+    assert "SECRET" not in err
+
+
+def test_emit_with_a_url_password_from_the_issue(tmp_path: Path, mini_target: Path) -> None:
+    """`postgresql://etl:s3cr?tPW@host/db` made emit exit 5 printing 's3cr'."""
+    import subprocess
+    import sys
+
+    from tests.conftest import PROJECT
+
+    (tmp_path / "profiles.yml").write_text(
+        "jaffle_oml:\n  target: t\n  outputs:\n    t:\n      type: duckdb\n"
+        "      path: w.duckdb\n      attach:\n"
+        "        - {path: 'postgresql://etl:s3cr?tPW@host/db', alias: dw, type: postgres}\n"
+    )
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "dbt_oml", "--dry-run", "emit", "--project-dir", str(PROJECT)),
+            *("--profiles-dir", str(tmp_path), "--target-path", str(mini_target)),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "DO_NOT_TRACK": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "dw -> postgres://host:5432" in proc.stderr
+    assert "s3cr" not in proc.stdout + proc.stderr
