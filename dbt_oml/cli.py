@@ -281,7 +281,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.SUCCESS if args else ExitCode.USAGE
     if args == ["--version"]:
         from dbt.version import __version__ as dbt_version
-    register(settings.secrets)
 
         click.echo(f"dbt-oml {__version__} (dbt-core {dbt_version})")
         return ExitCode.SUCCESS
@@ -297,6 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         say(f"dbt-oml: {e}")
         return ExitCode.USAGE
+    register(settings.secrets)
     setup_logging(settings.oml_log_level)
     os.environ.setdefault("DO_NOT_TRACK", "1")  # no usage-stats posts from inside a pod
     command = rest[0] if rest else ""
