@@ -1,191 +1,117 @@
-"""A loopback stand-in for OpenMetadata (OM), faithful to ../shared/ref/openmetadata-api.md.
+"""A loopback stand-in for OpenMetadata (OM) 1.12.x or 2.0.x, as strict as OM itself.
 
-A WSGI app: use it in-process through `httpx2.WSGITransport(app=fake)`, or serve it on
-127.0.0.1 with `serve()`. It keeps entities by fully qualified name, records every request,
-validates request bodies against OM's JSON schemas in ../shared/om-schemas (skipped, with a
-notice, when that folder is absent), and can be scripted to fail. Numbers in comments refer to
-the "Behaviours a faithful stand-in must have" checklist of the reference.
+The reference is ../shared/ref/openmetadata-api.md ("ref §n" below); numbers like (11) refer to
+its "Behaviours a faithful stand-in must have" checklist. A WSGI app: use it in-process through
+`httpx2.WSGITransport(app=fake)`, or on 127.0.0.1 with `serve()`.
+
+What it enforces:
+
+- Auth (ref §4): 401 bodies of the JWT filter; per-token principals with OM's roles
+  (IngestionBotRole, LineageBotRole, DataSteward, DataConsumer, admin); every endpoint checks
+  what OM checks, with OM's 403 texts: GETs need ViewAll, POST needs Create, PUT needs Create
+  (new) or EditAll (existing), the OpenLineage endpoints EditLineage, settings are admin-only
+  except `lineageSettings` (ref §2.9). `WWW-Authenticate: om-auth` on 401/403/404/409.
+- Bodies (ref §1.3, om_rules.py): malformed JSON, binding errors and bean validation answer OM's
+  three 400 shapes, using OM's schemas in ../shared/om-schemas (skipped with a warning when that
+  folder is absent); unknown properties are accepted; `eventTime` is parsed per version (ref
+  §1.4); table columns follow ref §3.4. Order on the OpenLineage endpoints: 401, 400, 403, 503.
+- OpenLineage (ref §1.5, §2, om_lineage.py): single and batch answers, failedEvents and the
+  status rule; per-version resolution, mapping, column lineage and pipelines; one edge per pair,
+  replaced on every post. Auto-create is not modelled (it fails silently on OM with PostgreSQL).
+- Entities (ref §3): POST 201/409, PUT 201/200 with `X-OpenMetadata-Change`; parents must exist;
+  PUT replaces a table's columns as sent, but a bot never replaces a non-empty description
+  (ref §9.4); null fields are left out of answers.
+- Lineage (ref §3.5, §3.6): PUT /lineage by ids, GET /lineage/table/name/{fqn} and
+  /lineage/getLineageEdge/{fromId}/{toId}.
+
+Scripting: `with_bot`, `with_admin`, `add_token`, `add_user` (+ `passwords`, `admins`),
+`fail_next` (statuses), `hold` (stall a request), `fail_events` / `fail_edges` (make OM's mapper
+or an edge write throw), `seed`. State: `entities`, `edges`, `settings`, `requests` (each with
+`status`, `principal`, `violation` = the rule that refused it), `audit` ((principal, method,
+FQN, created|updated|unchanged|conflict|denied) per entity write).
+
+Modules: om_auth (principals, roles, 403s), om_rules (bodies, 400s), om_lineage (resolver,
+mapper, answers), om_entities (kinds, PUT rules), om_http (plumbing, `serve`).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import copy
+import dataclasses
 import json
-import re
 import threading
+import time
 import uuid
-import warnings
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote
-from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-SCHEMAS = Path(__file__).resolve().parents[3] / "shared" / "om-schemas"
-DATA_TYPES = frozenset(
-    [
-        "NUMBER",
-        "TINYINT",
-        "SMALLINT",
-        "INT",
-        "BIGINT",
-        "BYTEINT",
-        "BYTES",
-        "FLOAT",
-        "DOUBLE",
-        "DECIMAL",
-        "NUMERIC",
-        "TIMESTAMP",
-        "TIMESTAMPZ",
-        "TIME",
-        "DATE",
-        "DATETIME",
-        "INTERVAL",
-        "STRING",
-        "MEDIUMTEXT",
-        "TEXT",
-        "CHAR",
-        "LONG",
-        "VARCHAR",
-        "BOOLEAN",
-        "BINARY",
-        "VARBINARY",
-        "ARRAY",
-        "BLOB",
-        "LONGBLOB",
-        "MEDIUMBLOB",
-        "MAP",
-        "STRUCT",
-        "UNION",
-        "SET",
-        "GEOGRAPHY",
-        "ENUM",
-        "JSON",
-        "UUID",
-        "VARIANT",
-        "GEOMETRY",
-        "BYTEA",
-        "AGGREGATEFUNCTION",
-        "ERROR",
-        "FIXED",
-        "RECORD",
-        "NULL",
-        "SUPER",
-        "HLLSKETCH",
-        "PG_LSN",
-        "PG_SNAPSHOT",
-        "TSQUERY",
-        "TXID_SNAPSHOT",
-        "XML",
-        "MACADDR",
-        "TSVECTOR",
-        "UNKNOWN",
-        "CIDR",
-        "INET",
-        "CLOB",
-        "ROWID",
-        "LOWCARDINALITY",
-        "YEAR",
-        "POINT",
-        "POLYGON",
-        "TUPLE",
-        "SPATIAL",
-        "TABLE",
-        "NTEXT",
-        "IMAGE",
-        "IPV4",
-        "IPV6",
-        "DATETIMERANGE",
-        "HLL",
-        "LARGEINT",
-        "QUANTILE_STATE",
-        "AGG_STATE",
-        "BITMAP",
-        "UINT",
-        "BIT",
-        "MONEY",
-        "MEASURE",
-        "KPI",
-        "HEIRARCHY",
-        "HIERARCHYID",
-    ]
-) | {"MEASURE HIDDEN", "MEASURE VISIBLE"}
-STORAGE_PREFIXES = ("gs://", "s3://", "s3a://", "abfss://", "abfs://", "wasbs://", "adl://")
-_Z_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z$")
-_ANY_ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?$")
+from tests.fakes.om_auth import (
+    OMError,
+    Principal,
+    admin_principal,
+    authorize,
+    authorize_admin,
+    bot_principal,
+)
+from tests.fakes.om_entities import (
+    BY_ENTITY,
+    KINDS,
+    TABLE_FIELDS,
+    Kind,
+    content,
+    keep_column_descriptions,
+    table_ref,
+)
+from tests.fakes.om_http import REASONS, Call, compact, json_patch, serve
+from tests.fakes.om_lineage import (
+    Mapper,
+    MapperError,
+    batch_response,
+    server_filter,
+    single_response,
+)
+from tests.fakes.om_rules import (
+    SCHEMAS,
+    Schemas,
+    check_columns,
+    check_openlineage,
+    quote,
+    stored_columns,
+)
+
+__all__ = ["SCHEMAS", "FakeOpenMetadata", "OMError", "Principal", "Request", "serve"]
 
 
-class OMError(Exception):
-    def __init__(self, status: int, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.status, self.message, self.extra = status, message, extra
-
-
-@dataclass(frozen=True)
-class Kind:
-    entity: str
-    collection: str
-    schema: str | None
-    parent_field: str | None = None
-    parent_kind: str | None = None
-
-
-KINDS: dict[str, Kind] = {
-    k.collection: k
-    for k in (
-        Kind(
-            "databaseService",
-            "services/databaseServices",
-            "api/services/createDatabaseService.json",
-        ),
-        Kind("database", "databases", "api/data/createDatabase.json", "service", "databaseService"),
-        Kind(
-            "databaseSchema",
-            "databaseSchemas",
-            "api/data/createDatabaseSchema.json",
-            "database",
-            "database",
-        ),
-        Kind("table", "tables", "api/data/createTable.json", "databaseSchema", "databaseSchema"),
-        Kind(
-            "pipelineService",
-            "services/pipelineServices",
-            "api/services/createPipelineService.json",
-        ),
-        Kind("pipeline", "pipelines", "api/data/createPipeline.json", "service", "pipelineService"),
-        Kind(
-            "storageService", "services/storageServices", "api/services/createStorageService.json"
-        ),
-        Kind(
-            "container", "containers", "api/data/createContainer.json", "service", "storageService"
-        ),
-    )
-}
-BY_ENTITY = {k.entity: k for k in KINDS.values()}
-
-
-def quote(name: str) -> str:
-    return f'"{name}"' if "." in name else name
-
-
-@dataclass
-class Principal:
-    name: str
-    permissions: frozenset[str] = frozenset({"Create", "EditLineage", "ViewAll"})
-    admin: bool = False
-    expired: bool = False
+#: An answer: status, JSON body (None: no body), extra headers.
+Answer = tuple[int, Any, list[tuple[str, str]]]
 
 
 @dataclass
 class Request:
+    """One request as the stand-in saw it; `violation` names the rule that refused it."""
+
     method: str
     path: str
     query: dict[str, str]
     body: Any
     status: int = 0
+    principal: str | None = None
+    violation: str | None = None
+    violation_detail: str | None = None
+
+
+def _default_settings() -> dict[str, Any]:
+    return {
+        "enabled": True,
+        "autoCreateEntities": True,
+        "defaultPipelineService": "openlineage",
+        "namespaceToServiceMapping": {},
+    }
 
 
 @dataclass
@@ -193,15 +119,15 @@ class FakeOpenMetadata:
     """OM 1.12.x or 2.0.x as seen through its REST API."""
 
     version: str = "2.0"
-    principals: dict[str, Principal] = field(default_factory=dict)
+    principals: dict[str, Principal] = field(default_factory=dict)  # token -> principal
     passwords: dict[str, str] = field(default_factory=dict)  # email -> plain password
+    admins: set[str] = field(default_factory=set)  # emails whose login session is admin
+    users: dict[str, Principal] = field(default_factory=dict)  # email -> user (roles)
     oauth_clients: dict[str, str] = field(default_factory=dict)  # client_id -> secret (an IdP)
-    settings: dict[str, Any] = field(
+    settings: dict[str, Any] = field(default_factory=_default_settings)
+    other_settings: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {
-            "enabled": True,
-            "autoCreateEntities": True,
-            "defaultPipelineService": "openlineage",
-            "namespaceToServiceMapping": {},
+            "lineageSettings": {"upstreamDepth": 2, "downstreamDepth": 2},
         }
     )
     entities: dict[str, dict[str, dict[str, Any]]] = field(
@@ -209,23 +135,54 @@ class FakeOpenMetadata:
     )
     edges: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
+    audit: list[tuple[str, str, str, str]] = field(default_factory=list)
     faults: list[tuple[int, str]] = field(default_factory=list)
     validate_schemas: bool = True
+    schemas_dir: Path = SCHEMAS
     holds: list[tuple[str, threading.Event, threading.Event]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _validators: dict[str, Any] = field(default_factory=dict)
+    _schemas: Schemas | None = None
+    _fail_events: Callable[[dict[str, Any]], str | None] | None = None
+    _fail_edges: Callable[[str, str], bool] | None = None
+
+    def __post_init__(self) -> None:
+        if self.version not in ("2.0", "1.12"):
+            raise ValueError(f"version must be '2.0' or '1.12', not {self.version!r}")
+        self._schemas = Schemas(self.schemas_dir, self.version)
 
     # -- scripting --------------------------------------------------------------------------
 
     @classmethod
     def with_bot(cls, token: str = "bot-jwt", **kwargs: Any) -> FakeOpenMetadata:
-        """A stand-in whose `token` belongs to an ingestion bot (Create + EditLineage)."""
+        """A stand-in whose `token` is ingestion-bot's (IngestionBotRole + LineageBotRole)."""
         fake = cls(**kwargs)
-        fake.add_token(token, Principal("ingestion-bot"))
+        fake.add_token(token, bot_principal())
+        return fake
+
+    @classmethod
+    def with_admin(cls, token: str = "admin-jwt", **kwargs: Any) -> FakeOpenMetadata:
+        """A stand-in whose `token` is the admin's."""
+        fake = cls(**kwargs)
+        fake.add_token(token, admin_principal())
         return fake
 
     def add_token(self, token: str, principal: Principal) -> None:
         self.principals[token] = principal
+
+    def add_user(
+        self,
+        email: str,
+        password: str,
+        *,
+        roles: frozenset[str] = frozenset({"DataConsumer"}),
+        admin: bool = False,
+    ) -> Principal:
+        """A user who logs in with /users/login (a person: not a bot)."""
+        user = Principal(email.split("@")[0], roles=roles, admin=admin, bot=False)
+        self.passwords[email], self.users[email] = password, user
+        if admin:
+            self.admins.add(email)
+        return user
 
     def fail_next(self, statuses: Iterable[int], path_prefix: str = "") -> None:
         """Answer the next matching requests with these statuses (e.g. [503, 503])."""
@@ -237,9 +194,19 @@ class FakeOpenMetadata:
         self.holds.append((path_prefix, arrived, release))
         return arrived, release
 
+    def fail_events(self, reason: Callable[[dict[str, Any]], str | None] | None) -> None:
+        """OM's mapper throws for events where `reason(event)` is a string (None: no more)."""
+        self._fail_events = reason
+
+    def fail_edges(self, fails: Callable[[str, str], bool] | None) -> None:
+        """`addLineage` throws for (from FQN, to FQN) pairs where `fails` is true (ref §1.5)."""
+        self._fail_edges = fails
+
     def seed(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
         """Create an entity directly, as OM's own connectors would have ingested it."""
-        return self._create(BY_ENTITY[kind], body, principal=Principal("ingestion"))
+        spec = BY_ENTITY[kind]
+        self._check_entity(spec, body)
+        return self._create(spec, body, Principal("ingestion"))
 
     def entity(self, kind: str, fqn: str) -> dict[str, Any] | None:
         return self.entities[kind].get(fqn)
@@ -262,7 +229,6 @@ class FakeOpenMetadata:
         length = int(environ.get("CONTENT_LENGTH") or 0)
         raw = environ["wsgi.input"].read(length) if length else b""
         request = Request(method, path, query, None)
-        environ["fake.raw"] = raw
         held = next((h for h in self.holds if path.startswith(h[0])), None)
         if held is not None:
             self.holds.remove(held)
@@ -271,190 +237,442 @@ class FakeOpenMetadata:
         headers = [("Content-Type", "application/json")]
         with self._lock:
             self.requests.append(request)
+            call = Call(environ, request, raw)
             try:
                 fault = next((f for f in self.faults if path.startswith(f[1])), None)
                 if fault is not None:
                     self.faults.remove(fault)
-                    raise OMError(fault[0], f"injected fault {fault[0]}")
-                form = environ.get("CONTENT_TYPE", "").startswith("application/x-www-form")
-                try:
-                    request.body = json.loads(raw) if raw and not form else None
-                except json.JSONDecodeError as e:
-                    raise OMError(400, "Unable to process JSON", details=str(e)) from e
-                status, body, extra_headers = self._route(
-                    environ, method, path, query, request.body
-                )
+                    raise OMError(fault[0], f"injected fault {fault[0]}", rule="fault")
+                status, body, extra_headers = self._route(call)
                 headers += extra_headers
             except OMError as e:
-                status = e.status
-                body = {"code": e.status, "message": e.message, **e.extra}
+                status, body = e.status, e.body
+                request.violation, request.violation_detail = e.rule, e.detail or e.message
                 if status in (401, 403, 404, 409):
                     headers.append(("WWW-Authenticate", "om-auth"))
             request.status = status
-        payload = b"" if body is None else json.dumps(body).encode()
-        start_response(f"{status} {_REASONS.get(status, 'Status')}", headers)
+        payload = b"" if body is None else json.dumps(compact(body)).encode()
+        start_response(f"{status} {REASONS.get(status, 'Status')}", headers)
         return iter([payload])
 
     # -- routing ----------------------------------------------------------------------------
 
-    def _route(
-        self, environ: dict[str, Any], method: str, path: str, query: dict[str, str], body: Any
-    ):
-        if path == "/oauth/token" and method == "POST":  # plays the SSO provider
-            return 200, self._oauth(environ), []
-        if not path.startswith("/api/v1/"):
-            raise OMError(404, "HTTP 404 Not Found")
-        rest = path[len("/api/v1/") :]
+    def _route(self, call: Call) -> Answer:
+        method, rest = call.request.method, call.request.path
+        if rest == "/oauth/token" and method == "POST":  # plays the SSO provider
+            return 200, self._oauth(call), []
+        if not rest.startswith("/api/v1/"):
+            raise OMError(404, "HTTP 404 Not Found", rule="not-found")
+        rest = rest[len("/api/v1/") :]
+        call.media_type("application/json-patch+json" if method == "PATCH" else "application/json")
         if rest == "users/login" and method == "POST":
-            return 200, self._login(body), []
-        principal = self._authenticate(environ)
-        if rest == "system/settings/openLineageSettings" and method == "GET":
-            return 200, {"config_type": "openLineageSettings", "config_value": self.settings}, []
-        if rest == "system/settings" and method == "PUT":
-            if not principal.admin:
-                raise OMError(
-                    403, f"Principal: CatalogPrincipal{{name='{principal.name}'}} is not admin"
-                )
-            self.settings = dict(body["config_value"])
-            return 200, body, []
-        if rest == "openlineage/lineage/batch" and method == "POST":
-            return 200, self._batch(body, principal), []
+            return 200, self._login(call), []
+        principal = self._authenticate(call)  # (2) the JWT filter: before the body is read
+        call.request.principal = principal.name
+        if rest in ("openlineage/lineage", "openlineage/lineage/batch") and method == "POST":
+            return self._openlineage(call, principal, batch=rest.endswith("/batch"))
+        if rest == "system/settings" or rest.startswith("system/settings/"):
+            return self._settings(call, principal, rest[len("system/settings/") :])
+        if rest == "lineage" and method == "PUT":
+            return self._add_lineage(call, principal)
+        if rest.startswith("lineage/getLineageEdge/") and method == "GET":
+            ids = rest[len("lineage/getLineageEdge/") :].split("/")
+            return 200, self._lineage_edge(principal, *ids[:2]), []
         if rest.startswith("lineage/table/name/") and method == "GET":
-            return 200, self._read_lineage(rest[len("lineage/table/name/") :], query), []
+            fqn = rest[len("lineage/table/name/") :]
+            return 200, self._read_lineage(principal, fqn, call.request.query), []
         for collection, kind in KINDS.items():
-            if rest == collection:
-                if method == "GET":
-                    return 200, self._list(kind, query), []
-                if method in ("POST", "PUT"):
-                    self._need(principal, "Create")
-                    self._validate(kind.schema, body)
-                    return self._write(kind, body, principal, upsert=method == "PUT")
-            if rest.startswith(collection + "/name/") and method == "GET":
-                fqn = rest[len(collection) + len("/name/") :]
-                found = self.entities[kind.entity].get(fqn)
+            if rest == collection and method == "GET":
+                authorize(principal, ["ViewAll"], kind.entity)
+                return 200, self._list(kind, call.request.query), []
+            if rest == collection and method in ("POST", "PUT"):
+                return self._write(call, kind, principal)
+            if rest.startswith(collection + "/") and method == "GET":
+                key = rest[len(collection) + 1 :]
+                authorize(principal, ["ViewAll"], kind.entity)
+                if key.startswith("name/"):
+                    found = self.entities[kind.entity].get(key[len("name/") :])
+                else:
+                    found = next(
+                        (e for e in self.entities[kind.entity].values() if e["id"] == key), None
+                    )
                 if found is None:
-                    raise OMError(404, f"{kind.entity} instance for {fqn} not found")
-                return 200, self._view(kind, found, query), []
-        raise OMError(404, "HTTP 404 Not Found")
+                    name = key[len("name/") :] if key.startswith("name/") else key
+                    raise OMError(
+                        404, f"{kind.entity} instance for {name} not found", rule="not-found"
+                    )
+                return 200, self._view(kind, found, call.request.query), []
+        raise OMError(404, "HTTP 404 Not Found", rule="not-found")
 
-    # -- auth (2, 3, 4) ---------------------------------------------------------------------
+    # -- auth (2, 3, 4; ref §4) -------------------------------------------------------------
 
-    def _authenticate(self, environ: dict[str, Any]) -> Principal:
-        header = environ.get("HTTP_AUTHORIZATION", "")
+    def _authenticate(self, call: Call) -> Principal:
+        header = call.environ.get("HTTP_AUTHORIZATION", "")
         if not header.startswith("Bearer "):
-            raise OMError(401, "Not Authorized! Token not present")
+            raise OMError(401, "Not Authorized! Token not present", rule="unauthenticated")
         principal = self.principals.get(header[len("Bearer ") :])
         if principal is None:
-            raise OMError(401, "Not Authorized! Unable to decode the token.")
+            raise OMError(
+                401, "Not Authorized! Unable to decode the token.", rule="unauthenticated"
+            )
         if principal.expired:
-            raise OMError(401, "Expired token!")
+            raise OMError(401, "Expired token!", rule="unauthenticated")
         return principal
 
-    def _need(self, principal: Principal, permission: str) -> None:
-        if permission not in principal.permissions and not principal.admin:
-            raise OMError(
-                403,
-                f"Principal: CatalogPrincipal{{name='{principal.name}'}} operations [{permission}] not allowed",
-            )
-
-    def _login(self, body: Any) -> dict[str, Any]:
-        self._validate("auth/loginRequest.json", body)
-        email, password = body.get("email"), body.get("password", "")
+    def _login(self, call: Call) -> dict[str, Any]:
+        body = call.json()
+        self._check_body("auth/loginRequest.json", body)
+        if not isinstance(body, dict):
+            raise OMError(400, "Invalid request format", rule="format", detail="not an object")
+        email, password = str(body.get("email")), body.get("password", "")
         try:
             plain = base64.b64decode(password, validate=True).decode()
         except (binascii.Error, UnicodeDecodeError) as e:
-            raise OMError(400, "Password needs to be encoded in Base-64.") from e
+            raise OMError(400, "Password needs to be encoded in Base-64.", rule="password") from e
         if self.passwords.get(email) != plain:
-            raise OMError(401, "You have entered an invalid username or password.")
+            raise OMError(
+                401, "You have entered an invalid username or password.", rule="unauthenticated"
+            )
+        user = self.users.get(email) or Principal(
+            email.split("@")[0], roles=frozenset({"DataConsumer"}), bot=False
+        )
+        if email in self.admins and not user.admin:
+            user = dataclasses.replace(user, admin=True)
         token = f"session-{uuid.uuid4()}"
-        self.principals[token] = Principal(name=email.split("@")[0], admin=True)
+        self.principals[token] = user
         return {
             "tokenType": "Bearer",
             "accessToken": token,
-            "refreshToken": "r",
+            "refreshToken": f"refresh-{uuid.uuid4()}",
             "expiryDuration": 3600,
         }
 
-    def _oauth(self, environ: dict[str, Any]) -> dict[str, Any]:
-        form = {k: v[0] for k, v in parse_qs(environ.get("fake.raw", b"").decode()).items()}
+    def _oauth(self, call: Call) -> dict[str, Any]:
+        form = {k: v[0] for k, v in parse_qs(call.raw.decode()).items()}
         if self.oauth_clients.get(form.get("client_id", "")) != form.get("client_secret"):
-            raise OMError(401, "invalid_client")
+            raise OMError(401, "invalid_client", rule="unauthenticated")
         token = f"oauth-{uuid.uuid4()}"
-        self.principals[token] = Principal(name=form["client_id"])
+        self.principals[token] = bot_principal(form["client_id"])
         return {"access_token": token, "token_type": "Bearer", "expires_in": 3600}
 
-    # -- entities (5-10) --------------------------------------------------------------------
+    # -- settings (24; ref §2.9) ------------------------------------------------------------
 
-    def _write(self, kind: Kind, body: dict[str, Any], principal: Principal, *, upsert: bool):
+    def _settings(self, call: Call, principal: Principal, name: str) -> Answer:
+        method = call.request.method
+        if name and method == "GET":
+            if name != "lineageSettings":  # getSettingByName: authorizeAdmin for all but this
+                authorize_admin(principal)
+            return 200, {"config_type": name, "config_value": self._setting(name)}, []
+        if not name and method == "PUT":
+            body = call.json()
+            if not isinstance(body, dict) or not isinstance(body.get("config_value"), dict):
+                raise OMError(400, "Invalid request format", rule="format", detail="settings")
+            authorize_admin(principal)
+            self._store_setting(str(body.get("config_type")), body["config_value"])
+            return 200, body, []
+        if name and method == "PATCH":
+            ops = call.json()
+            if not isinstance(ops, list):
+                raise OMError(400, "Invalid request format", rule="format", detail="JSON Patch")
+            authorize_admin(principal)
+            value = json_patch(copy.deepcopy(self._setting(name)), ops)
+            self._store_setting(name, value)
+            return 200, {"config_type": name, "config_value": self._setting(name)}, []
+        raise OMError(404, "HTTP 404 Not Found", rule="not-found")
+
+    def _setting(self, name: str) -> dict[str, Any]:
+        if name == "openLineageSettings":
+            return self.settings
+        if name not in self.other_settings:
+            raise OMError(404, f"Setting {name} not found", rule="not-found")  # text: ours
+        return self.other_settings[name]
+
+    def _store_setting(self, name: str, value: dict[str, Any]) -> None:
+        if name == "openLineageSettings":
+            self._check_body("configuration/openLineageSettings.json", value)
+            self.settings.clear()  # in place: tests hold a reference to `settings`
+            self.settings.update(copy.deepcopy(value))
+        else:
+            self.other_settings[name] = copy.deepcopy(value)
+
+    # -- OpenLineage (11-21; ref §1, §2) ----------------------------------------------------
+
+    def _openlineage(self, call: Call, principal: Principal, *, batch: bool) -> Answer:
+        body = call.json()  # (1) 401 came first; now the body: 400
+        if self.validate_schemas:
+            events = check_openlineage(self._schemas_or_fail(), body, batch=batch)
+        else:
+            given = (body.get("events") if batch else [body]) if isinstance(body, dict) else None
+            events = list(given or [])  # no checks at all (benchmarks)
+            if not events:
+                raise OMError(400, "[query param events must not be null]", rule="required")
+        authorize(principal, ["EditLineage"], "table")  # then the handler: 403
+        if self.settings.get("enabled", True) is not True:  # then the settings: 503
+            raise OMError(
+                503,
+                "OpenLineage API is disabled",
+                rule="disabled",
+                body={
+                    "status": "failure",
+                    "message": "OpenLineage API is disabled",
+                    "lineageEdgesCreated": 0,
+                },
+            )
+        mapper = Mapper(
+            version=self.version,
+            settings=self.settings,
+            entities=self.entities,
+            principal=principal.name,
+            write=self._write_edge,
+            fail=self._fail_events,
+        )
+        if not batch:
+            try:
+                edges = mapper.apply(events[0])
+            except MapperError as e:
+                message = f"Error processing event: {e}"
+                raise OMError(
+                    500,
+                    message,
+                    rule="mapper",
+                    body={"status": "failure", "message": message, "lineageEdgesCreated": 0},
+                ) from e
+            return 200, single_response(edges), []
+        successful = skipped = created = 0
+        failures = []
+        for index, event in enumerate(events):
+            try:
+                written = mapper.apply(event)
+            except MapperError as e:
+                failures.append({"index": index, "reason": str(e), "retriable": False})
+                continue
+            if written:
+                successful, created = successful + 1, created + written
+            else:
+                skipped += 1
+        return 200, batch_response(len(events), successful, skipped, created, failures), []
+
+    def _write_edge(
+        self, src: dict[str, Any], dst: dict[str, Any], details: dict[str, Any]
+    ) -> None:
+        if self._fail_edges and self._fail_edges(
+            src["fullyQualifiedName"], dst["fullyQualifiedName"]
+        ):
+            raise RuntimeError("addLineage failed (scripted)")
+        self.edges[(src["id"], dst["id"])] = details  # (21) upsert: the whole details replaced
+
+    def _add_lineage(self, call: Call, principal: Principal) -> Answer:
+        """PUT /api/v1/lineage (ref §3.5): entity ids, EditLineage on both ends, 200 no body."""
+        body = call.json()
+        self._check_body("api/lineage/addLineage.json", body)
+        edge = body["edge"]
+        ends = []
+        for end in (edge["fromEntity"], edge["toEntity"]):
+            kind, found = end["type"], self._by_id(end["type"], end["id"])
+            if found is None:
+                raise OMError(404, f"{kind} instance for {end['id']} not found", rule="not-found")
+            ends.append((kind, found))
+        for kind, _ in ends:
+            authorize(principal, ["EditLineage"], kind)
+        details = copy.deepcopy(edge.get("lineageDetails") or {})
+        pipeline = details.get("pipeline")
+        if pipeline and self._by_id(pipeline.get("type", "pipeline"), pipeline["id"]) is None:
+            raise OMError(
+                404, f"pipeline instance for {pipeline['id']} not found", rule="not-found"
+            )
+        (src_kind, src), (dst_kind, dst) = ends
+        if src_kind == dst_kind == "table" and details.get("columnsLineage"):
+            details["columnsLineage"] = server_filter(details["columnsLineage"], src, dst) or None
+        now = int(time.time() * 1000)
+        details.setdefault("source", "Manual")
+        details.update(
+            createdAt=now, createdBy=principal.name, updatedAt=now, updatedBy=principal.name
+        )
+        details.setdefault("columnsLineage", None)
+        details.setdefault("pipeline", None)
+        self._write_edge(src, dst, details)
+        return 200, None, []
+
+    def _by_id(self, kind: str, entity_id: str) -> dict[str, Any] | None:
+        return next((e for e in self.entities.get(kind, {}).values() if e["id"] == entity_id), None)
+
+    def _lineage_edge(
+        self, principal: Principal, from_id: str = "", to_id: str = ""
+    ) -> dict[str, Any]:
+        authorize(principal, ["ViewAll"], "table")
+        details = self.edges.get((from_id, to_id))
+        if details is None:
+            raise OMError(
+                404, f"Lineage edge not found between {from_id} and {to_id}", rule="not-found"
+            )
+        return {"edge": details}
+
+    def _read_lineage(
+        self, principal: Principal, fqn: str, query: dict[str, str]
+    ) -> dict[str, Any]:
+        authorize(principal, ["ViewAll"], "table")
+        table = self.entities["table"].get(fqn)
+        if table is None:
+            raise OMError(404, f"table instance for {fqn} not found", rule="not-found")
+        by_id = {t["id"]: t for t in self.entities["table"].values()}
+        nodes: dict[str, dict[str, Any]] = {}
+
+        def walk(depth: int, upstream: bool) -> list[dict[str, Any]]:
+            found, frontier, seen = [], {table["id"]}, set()
+            for _ in range(depth):
+                nxt = set()
+                for (src, dst), details in self.edges.items():
+                    near, far = (dst, src) if upstream else (src, dst)
+                    if near in frontier and (src, dst) not in seen and far in by_id:
+                        seen.add((src, dst))
+                        found.append(
+                            {"fromEntity": src, "toEntity": dst, "lineageDetails": details}
+                        )
+                        nodes[far] = by_id[far]
+                        nxt.add(far)
+                frontier = nxt
+            return found
+
+        up = walk(int(query.get("upstreamDepth", 1)), upstream=True)
+        down = walk(int(query.get("downstreamDepth", 1)), upstream=False)
+        return {
+            "entity": table_ref(table),
+            "nodes": [table_ref(n) for n in nodes.values() if n["id"] != table["id"]],
+            "upstreamEdges": up,
+            "downstreamEdges": down,
+        }
+
+    # -- entities (5-10; ref §3) ------------------------------------------------------------
+
+    def _write(self, call: Call, kind: Kind, principal: Principal) -> Answer:
+        method = call.request.method
+        body = call.json()
+        self._check_entity(kind, body)  # 400 (bean validation, column rules) and parent 404
         fqn = self._fqn(kind, body)
         existing = self.entities[kind.entity].get(fqn)
-        if existing is not None:
-            if not upsert:
-                raise OMError(409, "Entity already exists")
-            self._check(kind, body)
-            updated = {**existing, **body, "id": existing["id"], "fullyQualifiedName": fqn}
-            changed = updated != existing
-            self.entities[kind.entity][fqn] = updated
-            change = "entityUpdated" if changed else "entityNoChange"
-            return 200, updated, [("X-OpenMetadata-Change", change)]
-        created = self._create(kind, body, principal=principal)
-        return (
-            201,
-            created,
-            [
-                ("X-OpenMetadata-Change", "entityCreated"),
-                ("Location", f"/api/v1/{kind.collection}/{created['id']}"),
-            ],
-        )
+        operation = "Create" if existing is None or method == "POST" else "EditAll"
+        try:
+            authorize(principal, [operation], kind.entity)
+        except OMError:
+            self.audit.append((principal.name, method, fqn, "denied"))
+            raise
+        if existing is None:
+            created = self._create(kind, body, principal)
+            self.audit.append((principal.name, method, fqn, "created"))
+            headers = [("Location", f"/api/v1/{kind.collection}/{created['id']}")]
+            if method == "PUT":
+                headers.append(("X-OpenMetadata-Change", "entityCreated"))
+            return 201, created, headers
+        if method == "POST":
+            self.audit.append((principal.name, method, fqn, "conflict"))
+            raise OMError(409, "Entity already exists", rule="conflict")
+        updated = self._update(kind, existing, body, principal)
+        changed = updated is not existing
+        self.audit.append((principal.name, method, fqn, "updated" if changed else "unchanged"))
+        change = "entityUpdated" if changed else "entityNoChange"
+        return 200, updated, [("X-OpenMetadata-Change", change)]
 
-    def _create(self, kind: Kind, body: dict[str, Any], *, principal: Principal) -> dict[str, Any]:
-        self._check(kind, body)
+    def _check_entity(self, kind: Kind, body: Any) -> None:
+        if not isinstance(body, dict):
+            raise OMError(400, "Invalid request format", rule="format", detail="not an object")
+        checked = body
+        if self.version == "2.0" and body.get("tableType") == "SemanticView":
+            checked = {k: v for k, v in body.items() if k != "tableType"}  # 2.0.7 enum value
+        self._check_body(kind.schema, checked)
+        if kind.entity == "table":
+            if not isinstance(body.get("columns"), list):
+                raise OMError(400, "[query param columns must not be null]", rule="required")
+            check_columns(body["columns"])
+
+    def _check_body(self, relative: str | None, body: Any) -> None:
+        if self.validate_schemas:
+            self._schemas_or_fail().check(relative, body)
+
+    def _schemas_or_fail(self) -> Schemas:
+        assert self._schemas is not None
+        return self._schemas
+
+    def _create(self, kind: Kind, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
         fqn = self._fqn(kind, body)
         entity = {
-            **body,
+            **copy.deepcopy(body),
             "id": str(uuid.uuid4()),
             "fullyQualifiedName": fqn,
+            "version": 0.1,
             "updatedBy": principal.name,
+            "updatedAt": int(time.time() * 1000),
+            "deleted": False,
         }
+        if kind.entity == "table":
+            entity["columns"] = stored_columns(fqn, body["columns"])
         self.entities[kind.entity][fqn] = entity
         return entity
+
+    def _update(
+        self, kind: Kind, existing: dict[str, Any], body: dict[str, Any], principal: Principal
+    ) -> dict[str, Any]:
+        """The stored entity after a PUT; `existing` itself when nothing changed."""
+        fqn = existing["fullyQualifiedName"]
+        updated = {
+            **existing,
+            **copy.deepcopy(body),
+            "id": existing["id"],
+            "fullyQualifiedName": fqn,
+        }
+        if kind.entity == "table":
+            updated["columns"] = stored_columns(fqn, body["columns"])  # replaced as sent
+        if principal.bot:  # EntityRepository.updateDescription: a bot's PUT keeps non-empty ones
+            if existing.get("description"):
+                updated["description"] = existing["description"]
+            if kind.entity == "table":
+                keep_column_descriptions(existing.get("columns") or [], updated["columns"])
+        if content(updated) == content(existing):
+            return existing
+        updated["version"] = round(float(existing.get("version", 0.1)) + 0.1, 1)
+        updated["updatedBy"] = principal.name
+        updated["updatedAt"] = int(time.time() * 1000)
+        self.entities[kind.entity][fqn] = updated
+        return updated
 
     def _fqn(self, kind: Kind, body: dict[str, Any]) -> str:
         name = body.get("name")
         if not isinstance(name, str) or not name:
-            raise OMError(400, "[query param name must not be null]")
+            raise OMError(400, "[query param name must not be null]", rule="required")
         if '"' in name:
-            raise OMError(400, f"Invalid name {name}")
-        if "::" in name or len(name) > 256:
-            raise OMError(400, '[query param name must match "^((?!::).)*$"]')
+            raise OMError(400, f"Invalid name {name}", rule="name")
+        if "::" in name:
+            raise OMError(400, '[query param name must match "^((?!::).)*$"]', rule="pattern")
+        if len(name) > 256:
+            raise OMError(400, "[query param name size must be between 1 and 256]", rule="size")
         if kind.parent_field is None:
             return quote(name)
         parent_fqn = body.get(kind.parent_field)
         if not isinstance(parent_fqn, str):
-            raise OMError(400, f"[query param {kind.parent_field} must not be null]")
+            raise OMError(
+                400, f"[query param {kind.parent_field} must not be null]", rule="required"
+            )
         if parent_fqn not in self.entities[kind.parent_kind or ""]:
-            raise OMError(404, f"{kind.parent_kind} instance for {parent_fqn} not found")
+            raise OMError(
+                404, f"{kind.parent_kind} instance for {parent_fqn} not found", rule="not-found"
+            )
         parent = body.get("parent")
         if kind.entity == "container" and isinstance(parent, dict):
-            match = next(
-                (c for c in self.entities["container"].values() if c["id"] == parent.get("id")),
-                None,
-            )
+            match = self._by_id("container", str(parent.get("id")))
             if match is None:
-                raise OMError(404, f"container instance for {parent.get('id')} not found")
+                raise OMError(
+                    404, f"container instance for {parent.get('id')} not found", rule="not-found"
+                )
             return f"{match['fullyQualifiedName']}.{quote(name)}"
         return f"{parent_fqn}.{quote(name)}"
 
-    def _check(self, kind: Kind, body: dict[str, Any]) -> None:
-        if kind.entity == "table":
-            if not isinstance(body.get("columns"), list):
-                raise OMError(400, "[query param columns must not be null]")
-            _check_columns(body["columns"])
-
     def _view(self, kind: Kind, entity: dict[str, Any], query: dict[str, str]) -> dict[str, Any]:
-        fields = set(filter(None, query.get("fields", "").split(",")))
-        if kind.entity == "table" and "columns" not in fields:
-            return {k: v for k, v in entity.items() if k != "columns"}
+        fields = [f.strip() for f in query.get("fields", "").split(",") if f.strip()]
+        if kind.entity == "table":
+            bad = next((f for f in fields if f not in TABLE_FIELDS), None)
+            if bad is not None:
+                raise OMError(400, f"Invalid field name {bad}", rule="fields")
+            if "columns" not in fields:
+                return {k: v for k, v in entity.items() if k != "columns"}
         return entity
 
     def _list(self, kind: Kind, query: dict[str, str]) -> dict[str, Any]:
@@ -468,317 +686,3 @@ class FakeOpenMetadata:
         if start + limit < len(items):
             paging["after"] = str(start + limit)
         return {"data": [self._view(kind, e, query) for e in page], "paging": paging}
-
-    # -- OpenLineage (11-21) ----------------------------------------------------------------
-
-    def _batch(self, body: Any, principal: Principal) -> dict[str, Any]:
-        self._validate("api/lineage/openlineage/openLineageBatchRequest.json", body)
-        events = body.get("events") if isinstance(body, dict) else None
-        if not events:
-            raise OMError(400, "[query param events size must be between 1 and 2147483647]")
-        for event in events:
-            self._check_event(event)
-        self._need(principal, "EditLineage")
-        if not self.settings.get("enabled", True):
-            raise OMError(
-                503, "OpenLineage API is disabled", status="failure", lineageEdgesCreated=0
-            )
-        successful = failed = skipped = created = 0
-        failures = []
-        for index, event in enumerate(events):
-            try:
-                written = self._apply(event, principal)
-            except Exception as e:  # noqa: BLE001 - OM turns mapper exceptions into failedEvents
-                failed += 1
-                failures.append({"index": index, "reason": str(e), "retriable": False})
-                continue
-            if written:
-                successful += 1
-                created += written
-            else:
-                skipped += 1
-        status = "success"
-        if failed and successful:
-            status = "partial_success"
-        elif failed == len(events):
-            status = "failure"
-        response: dict[str, Any] = {
-            "status": status,
-            "message": f"Processed {len(events)} events: {successful} successful, {failed} failed, "
-            f"{skipped} skipped. Created {created} lineage edges.",
-            "summary": {
-                "received": len(events),
-                "successful": successful,
-                "failed": failed,
-                "skipped": skipped,
-            },
-            "lineageEdgesCreated": created,
-        }
-        if failures:
-            response["failedEvents"] = failures
-        return response
-
-    def _check_event(self, event: dict[str, Any]) -> None:
-        time_ok = _Z_TIME if self.version.startswith("2") else _ANY_ISO
-        if not isinstance(event.get("eventTime"), str) or not time_ok.match(event["eventTime"]):
-            raise OMError(400, "Invalid request format")
-        try:
-            uuid.UUID(str(event.get("run", {}).get("runId")))
-        except ValueError as e:
-            raise OMError(400, "Invalid request format") from e
-
-    def _apply(self, event: dict[str, Any], principal: Principal) -> int:
-        allowed = set(self.settings.get("eventTypeFilter") or ["COMPLETE"])
-        if event.get("eventType", "COMPLETE") not in allowed:
-            return 0
-        inputs = [(d, self._resolve(d)) for d in event.get("inputs") or []]
-        outputs = [(d, self._resolve(d)) for d in event.get("outputs") or []]
-        inputs = [(d, t) for d, t in inputs if t is not None]
-        outputs = [(d, t) for d, t in outputs if t is not None]
-        if not inputs or not outputs:
-            return 0
-        pipeline = self._pipeline(event)
-        written = 0
-        for out_ds, out_table in outputs:
-            facet = (out_ds.get("outputFacets") or {}).get("columnLineage")
-            if facet is None and not self.version.startswith("1.12"):
-                facet = (out_ds.get("facets") or {}).get("columnLineage")
-            for in_ds, in_table in inputs:
-                columns = _column_lineage(facet, in_ds, in_table, out_table)
-                self.edges[(in_table["id"], out_table["id"])] = {
-                    "source": "OpenLineage",
-                    "description": f"Lineage from OpenLineage event for job: {event['job']['namespace']}/"
-                    f"{event['job']['name']} (run: {event['run']['runId']})",
-                    "pipeline": {"id": pipeline["id"], "type": "pipeline"} if pipeline else None,
-                    "sqlQuery": ((event["job"].get("facets") or {}).get("sql") or {}).get("query"),
-                    "columnsLineage": columns or None,
-                    "updatedBy": principal.name,
-                }
-                written += 1
-        return written
-
-    def _resolve(self, dataset: dict[str, Any]) -> dict[str, Any] | None:
-        namespace, name = dataset.get("namespace", ""), dataset.get("name", "")
-        if namespace.lower().startswith(STORAGE_PREFIXES):
-            return None  # containers: never tables; never created
-        parts = name.split(".")
-        if len(parts) < 2:
-            return None
-        if self.version.startswith("1.12"):
-            database, schema, table = None, parts[-2], parts[-1]
-        else:
-            database = parts[-3] if len(parts) >= 3 else None
-            schema, table = parts[-2], parts[-1]
-        mapping = self.settings.get("namespaceToServiceMapping") or {}
-        service = mapping.get(namespace) or next(
-            (svc for key, svc in mapping.items() if namespace.startswith(key)), None
-        )
-        tables = self.entities["table"]
-        candidates = []
-        if service and database:
-            candidates.append(f"{service}.{database}.{schema}.{table}")
-        for fqn in sorted(tables):
-            tail = ".".join(fqn.split(".")[-3:] if database else fqn.split(".")[-2:])
-            wanted = f"{database}.{schema}.{table}" if database else f"{schema}.{table}"
-            if (service is None or fqn.startswith(service + ".")) and tail == wanted:
-                candidates.append(fqn)
-        return next((tables[c] for c in candidates if c in tables), None)
-
-    def _pipeline(self, event: dict[str, Any]) -> dict[str, Any] | None:
-        parent = ((event.get("run") or {}).get("facets") or {}).get("parent") or {}
-        job = parent.get("job") if (parent.get("job") or {}).get("name") else event["job"]
-        namespace, name = job.get("namespace", ""), job["name"]
-        clean = re.sub(r"[^a-zA-Z0-9_-]", "_", namespace)
-        pipeline_name = f"{clean}-{name}" if namespace else name
-        service = self.settings.get("defaultPipelineService", "openlineage")
-        pipelines = self.entities["pipeline"]
-        return pipelines.get(f"{service}.{pipeline_name}") or pipelines.get(f"{namespace}.{name}")
-
-    def _read_lineage(self, fqn: str, query: dict[str, str]) -> dict[str, Any]:
-        table = self.entities["table"].get(fqn)
-        if table is None:
-            raise OMError(404, f"table instance for {fqn} not found")
-        up, down = int(query.get("upstreamDepth", 1)), int(query.get("downstreamDepth", 1))
-        by_id = {t["id"]: t for t in self.entities["table"].values()}
-        nodes: dict[str, dict[str, Any]] = {}
-        upstream, downstream = [], []
-        frontier = {table["id"]}
-        for _ in range(up):
-            nxt = set()
-            for (src, dst), details in self.edges.items():
-                if dst in frontier:
-                    upstream.append({"fromEntity": src, "toEntity": dst, "lineageDetails": details})
-                    nodes[src] = by_id[src]
-                    nxt.add(src)
-            frontier = nxt
-        frontier = {table["id"]}
-        for _ in range(down):
-            nxt = set()
-            for (src, dst), details in self.edges.items():
-                if src in frontier:
-                    downstream.append(
-                        {"fromEntity": src, "toEntity": dst, "lineageDetails": details}
-                    )
-                    nodes[dst] = by_id[dst]
-                    nxt.add(dst)
-            frontier = nxt
-        return {
-            "entity": _ref(table),
-            "nodes": [_ref(n) for n in nodes.values() if n["id"] != table["id"]],
-            "upstreamEdges": upstream,
-            "downstreamEdges": downstream,
-        }
-
-    # -- schema validation ------------------------------------------------------------------
-
-    def _validate(self, relative: str | None, body: Any) -> None:
-        if relative is None or not self.validate_schemas:
-            return
-        validator = self._validator(relative)
-        if validator is None:
-            return
-        errors = sorted(validator.iter_errors(body), key=lambda e: list(e.path))
-        if errors:
-            first = errors[0]
-            where = ".".join(str(p) for p in first.path) or "body"
-            raise SchemaViolationError(f"{relative}: {where}: {first.message}")
-
-    def _validator(self, relative: str) -> Any:
-        if relative in self._validators:
-            return self._validators[relative]
-        path = SCHEMAS / relative
-        if not path.exists():
-            path = SCHEMAS / "derived-from-openapi-1.13" / relative
-        if not path.exists():
-            warnings.warn(
-                f"OM schema {relative} not found under {SCHEMAS}; not validating", stacklevel=2
-            )
-            self._validators[relative] = None
-            return None
-        import jsonschema
-        from referencing import Registry, Resource
-
-        resources = []
-        for file in (SCHEMAS / "api" / "lineage" / "openlineage").glob("*.json"):
-            doc = json.loads(file.read_text())
-            resources.append((doc["$id"], Resource.from_contents(doc)))
-        registry = Registry().with_resources(resources)
-        schema = json.loads(path.read_text())
-        cls = jsonschema.validators.validator_for(schema)
-        self._validators[relative] = cls(
-            schema, registry=registry, format_checker=cls.FORMAT_CHECKER
-        )
-        return self._validators[relative]
-
-
-class SchemaViolationError(OMError):
-    """A request body that OM's schema rejects: a bug in the client under test, surfaced as 422."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(422, f"schema violation: {message}")
-
-
-def _ref(table: dict[str, Any]) -> dict[str, Any]:
-    return {"id": table["id"], "type": "table", "fullyQualifiedName": table["fullyQualifiedName"]}
-
-
-def _check_columns(columns: list[dict[str, Any]], *, nested: bool = False) -> None:
-    seen = set()
-    for column in columns:
-        name, data_type = column.get("name"), column.get("dataType")
-        if not name or data_type is None:
-            raise OMError(400, "[query param dataType must not be null]")
-        if data_type not in DATA_TYPES:
-            raise OMError(400, "Invalid request format")
-        if name in seen:
-            raise OMError(400, f"Column name {name} is repeated")
-        seen.add(name)
-        if (
-            data_type in {"CHAR", "VARCHAR", "BINARY", "VARBINARY"}
-            and column.get("dataLength") is None
-        ):
-            raise OMError(
-                400,
-                "For column data types char, varchar, binary, varbinary dataLength must not be null",
-            )
-        if data_type == "ARRAY" and column.get("arrayDataType") is None:
-            raise OMError(400, "For column data type array, arrayDataType must not be null")
-        if data_type == "STRUCT":
-            if column.get("children") is None:
-                raise OMError(400, "For column data type struct, children must not be null")
-            _check_columns(column["children"], nested=True)
-        if column.get("scale") is not None:
-            if column.get("precision") is None:
-                raise OMError(400, f"Scale is set but precision is not set for the column {name}")
-            if column["scale"] > column["precision"]:
-                raise OMError(
-                    400, f"Scale can't be greater than the precision for the column {name}"
-                )
-
-
-def _column_lineage(
-    facet: dict[str, Any] | None,
-    in_ds: dict[str, Any],
-    in_table: dict[str, Any],
-    out_table: dict[str, Any],
-) -> list[dict[str, Any]]:
-    if not facet:
-        return []
-    in_key = f"{in_ds['namespace']}/{in_ds['name']}"
-    in_cols = {c["name"] for c in in_table.get("columns") or []}
-    out_cols = {c["name"] for c in out_table.get("columns") or []}
-    out = []
-    for column, spec in (facet.get("fields") or {}).items():
-        if column not in out_cols:
-            continue  # 20: to-column missing -> mapping dropped
-        froms = [
-            f"{in_table['fullyQualifiedName']}.{f['field']}"
-            for f in spec.get("inputFields") or []
-            if f"{f['namespace']}/{f['name']}" == in_key and f["field"] in in_cols
-        ]
-        if froms:
-            out.append(
-                {
-                    "fromColumns": froms,
-                    "toColumn": f"{out_table['fullyQualifiedName']}.{column}",
-                    "function": spec.get("transformationDescription"),
-                }
-            )
-    return out
-
-
-_REASONS = {
-    200: "OK",
-    201: "Created",
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    409: "Conflict",
-    422: "Unprocessable Entity",
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-    504: "Gateway Timeout",
-}
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        """Keep test output clean."""
-
-
-@contextmanager
-def serve(app: FakeOpenMetadata) -> Iterator[str]:
-    """Serve the stand-in on 127.0.0.1 (a free port) in a thread; yields its base URL."""
-    server = make_server("127.0.0.1", 0, app, handler_class=_QuietHandler)
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
