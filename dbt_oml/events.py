@@ -134,9 +134,11 @@ class EventBuilder:
 
     def dataset_facets(self, node: Node) -> dict[str, DatasetFacet]:
         """schema, dataSource, documentation and ownership of a node's dataset."""
+        ref = self.dataset(node)
         return facets.dataset_facets(
             node=node,
-            namespace=self.dataset(node).namespace,
+            namespace=ref.namespace,
+            name=ref.name,
             columns=self.columns(node),
             producer=self.settings.producer,
         )
@@ -166,7 +168,11 @@ class EventBuilder:
             namespace=namespace,
             name=name,
             facets=facets.dataset_facets(
-                node=None, namespace=namespace, columns=(), producer=self.settings.producer
+                node=None,
+                namespace=namespace,
+                name=name,
+                columns=(),
+                producer=self.settings.producer,
             ),
         )
 

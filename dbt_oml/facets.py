@@ -1,13 +1,17 @@
 """Facet builders: turn artifact views into openlineage-python facet objects.
 
 Pure: no I/O. Uses the client's facet_v2 classes; the only facets defined here are dbt-ol's
-custom `dbt_version` and `dbt_run`, kept field-for-field so consumers of dbt-ol keep working.
+custom `dbt_version` and `dbt_run`, kept field-for-field so consumers of dbt-ol keep working. Their
+`_schemaURL` is the `$id` of dbt-ol's schema file (OpenLineage repository,
+`integration/common/src/openlineage/common/schema/`) with the facet's `#/$defs/...` fragment.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 import attr
 from openlineage.client.facet_v2 import (
@@ -32,11 +36,18 @@ from openlineage.client.facet_v2 import (
 )
 
 from dbt_oml.artifacts import Column, Node
+from dbt_oml.filerefs import file_uri
 from dbt_oml.lineage import ModelLineage, SourceColumn, Transformation
 
-_DBT_OL_SCHEMA = (
-    "https://github.com/OpenLineage/OpenLineage/tree/main/integration/common/openlineage/schema/"
+#: The base of the `$id`s of dbt-ol's facet schemas. The files have moved to
+#: integration/common/src/openlineage/common/schema/ since, keeping these `$id`s.
+_DBT_SCHEMA = (
+    "https://raw.githubusercontent.com/OpenLineage/OpenLineage/main/"
+    "integration/common/openlineage/common/schema/"
 )
+#: RFC 3986 `scheme ":"`, then only characters a URI may hold (percent escapes well formed).
+_URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+_URI_CHARS = re.compile(r"(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*")
 
 
 @attr.define
@@ -47,7 +58,7 @@ class DbtVersionRunFacet(RunFacet):
 
     @staticmethod
     def _get_schema() -> str:
-        return _DBT_OL_SCHEMA + "dbt-version-run-facet.json"
+        return _DBT_SCHEMA + "dbt-version-run-facet.json#/$defs/DbtVersionRunFacet"
 
 
 @attr.define
@@ -63,7 +74,7 @@ class DbtRunRunFacet(RunFacet):
 
     @staticmethod
     def _get_schema() -> str:
-        return _DBT_OL_SCHEMA + "dbt-run-run-facet.json"
+        return _DBT_SCHEMA + "dbt-run-run-facet.json#/$defs/DbtRunRunFacet"
 
 
 def job_type(job_kind: str, producer: str) -> job_type_job.JobTypeJobFacet:
@@ -108,13 +119,57 @@ def merged_columns(node: Node, catalog: Sequence[Column] | None) -> tuple[Column
     return tuple(merged)
 
 
+def is_uri(text: str) -> bool:
+    """Whether `text` is an absolute URI (RFC 3986), as the facets' `format: uri` requires.
+
+    >>> [is_uri(t) for t in ("duckdb:///w/x.duckdb", "mysql://db:3306", "md:", "file", "a b:c")]
+    [True, True, True, False, False]
+    """
+    if not _URI_SCHEME.match(text) or not _URI_CHARS.fullmatch(text):
+        return False
+    try:
+        parts = urlsplit(text)
+        _ = parts.port  # a port that is no number raises
+    except ValueError:
+        return False
+    # "[" and "]" only around an IP literal host
+    host = parts.netloc.rpartition("@")[2]
+    rest = text.replace(host, "", 1) if host.startswith("[") else text
+    return "[" not in rest and "]" not in rest
+
+
+def datasource(
+    *, namespace: str, name: str, producer: str
+) -> datasource_dataset.DatasourceDatasetFacet:
+    """The `dataSource` facet: the namespace, and a URI of where the dataset lives.
+
+    Files (namespace `file`) get the file's own URI; other namespaces are their own URI,
+    percent-encoded where they hold what a URI cannot (a space in a DuckDB file's path). A
+    namespace that is no URI (an override without a scheme) is not copied into `uri`, which the
+    spec types `format: uri`: the facet then carries the name alone.
+
+    >>> datasource(namespace="file", name="/p/seeds/a b.csv", producer="p").uri
+    'file:///p/seeds/a%20b.csv'
+    >>> datasource(namespace="duckdb:///p/my dir/w.duckdb", name="w.main.t", producer="p").uri
+    'duckdb:///p/my%20dir/w.duckdb'
+    >>> datasource(namespace="my warehouse", name="db.s.t", producer="p").uri is None
+    True
+    """
+    if namespace == "file":
+        uri = file_uri(name) if name.startswith("/") else None
+    elif is_uri(namespace) or not _URI_SCHEME.match(namespace):
+        uri = namespace if is_uri(namespace) else None
+    else:  # a path with a space, say: the same URI, percent-encoded
+        encoded = quote(namespace, safe=":/?#[]@!$&'()*+,;=%~")
+        uri = encoded if is_uri(encoded) else None
+    return datasource_dataset.DatasourceDatasetFacet(name=namespace, uri=uri, producer=producer)
+
+
 def dataset_facets(
-    *, node: Node | None, namespace: str, columns: Sequence[Column], producer: str
+    *, node: Node | None, namespace: str, name: str, columns: Sequence[Column], producer: str
 ) -> dict[str, DatasetFacet]:
     out: dict[str, DatasetFacet] = {
-        "dataSource": datasource_dataset.DatasourceDatasetFacet(
-            name=namespace, uri=namespace, producer=producer
-        )
+        "dataSource": datasource(namespace=namespace, name=name, producer=producer)
     }
     if columns:
         out["schema"] = schema(columns, producer)

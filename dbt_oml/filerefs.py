@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import sqlglot
 from sqlglot import exp
@@ -57,6 +57,17 @@ def file_dataset(path: str, *, cwd: str) -> FileDataset:
         return FileDataset(namespace=f"{scheme}://{host}", name=parts.path.lstrip("/"))
     full = path if posixpath.isabs(path) else posixpath.join(cwd, path)
     return FileDataset(namespace="file", name=posixpath.normpath(full))
+
+
+def file_uri(path: str) -> str:
+    """The `file:` URI of an absolute local path, percent-encoding what a URI path cannot hold.
+
+    >>> file_uri("/w/project/seeds/raw orders.csv")
+    'file:///w/project/seeds/raw%20orders.csv'
+    >>> file_uri("/w/data/*.parquet")
+    'file:///w/data/*.parquet'
+    """
+    return "file://" + quote(path, safe="/!$&'()*+,;=:@")
 
 
 def _literals(node: exp.Func) -> list[str]:

@@ -28,7 +28,8 @@ from dbt_oml.namespaces import CatalogSpec, Namespaces, resolve_namespaces
 
 logger = logging.getLogger(__name__)
 
-PRODUCER = f"https://github.com/dbt-oml/dbt-oml/tree/{__version__}"
+#: OpenLineage `producer` (and every facet's `_producer`): dbt-oml's PyPI release, by version.
+PRODUCER = f"https://pypi.org/project/dbt-oml/{__version__}/"
 #: dbt-oml's own files inside dbt's target directory.
 STATE_DIR = "dbt_oml"
 NODE_STARTS = "node_starts.json"
