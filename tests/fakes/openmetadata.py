@@ -198,6 +198,13 @@ class FakeOpenMetadata:
         """OM's mapper throws for events where `reason(event)` is a string (None: no more)."""
         self._fail_events = reason
 
+    def reject_events(self, rejects: Callable[[dict[str, Any]], bool] | None) -> None:
+        """Bean validation refuses events where `rejects(event)`: 400 for the whole request.
+
+        Stands for a field OM's Java model refuses that the JSON schemas allow (ref §1.3).
+        """
+        self._reject_events = rejects
+
     def fail_edges(self, fails: Callable[[str, str], bool] | None) -> None:
         """`addLineage` throws for (from FQN, to FQN) pairs where `fails` is true (ref §1.5)."""
         self._fail_edges = fails
@@ -406,6 +413,9 @@ class FakeOpenMetadata:
             events = list(given or [])  # no checks at all (benchmarks)
             if not events:
                 raise OMError(400, "[query param events must not be null]", rule="required")
+        rejects = getattr(self, "_reject_events", None)
+        if rejects is not None and any(isinstance(e, dict) and rejects(e) for e in events):
+            raise OMError(400, "Invalid request format", rule="format", detail="rejected event")
         authorize(principal, ["EditLineage"], "table")  # then the handler: 403
         if self.settings.get("enabled", True) is not True:  # then the settings: 503
             raise OMError(

@@ -22,7 +22,9 @@ from tests.conftest import RUN_STG_ORDERS, CliRun, copy_project, free_port, run_
 from tests.fakes.openmetadata import FakeOpenMetadata, Principal, serve
 
 pytestmark = pytest.mark.integration
-EVENTS = 10  # `run -s stg_orders`: invocation START/COMPLETE, the model, its tests' runs
+#: `build -s stg_orders`: the invocation's, the model's and its tests' runs, START and end
+EVENTS = 10
+BUILD = ["build", *RUN_STG_ORDERS[1:]]
 ONE = "model.integration_project.stg_orders"
 
 
@@ -73,7 +75,14 @@ def _seed_foreign(om: FakeOpenMetadata) -> None:
             "description": "Ingested by OM's MySQL connector.",
             "columns": [
                 {"name": n, "dataType": "INT", "description": f"ingested {n}"}
-                for n in ("order_id", "line_no", "customer_id", "amount_cents", "status", "ordered_at")
+                for n in (
+                    "order_id",
+                    "line_no",
+                    "customer_id",
+                    "amount_cents",
+                    "status",
+                    "ordered_at",
+                )
             ],
         },
     )
@@ -93,13 +102,18 @@ FAULTS: dict[str, tuple[Fault | None, str]] = {
     "503 x2": (lambda om: om.fail_next([503, 503]), "delivered"),
     "hanging": (None, "kept"),
     "401": (lambda om: om.principals.clear(), "kept"),
-    "403 settings": (lambda om: None, "delivered"),  # the scoped bot: settings are admin-only
+    "403 settings": (None, "delivered"),  # the scoped bot itself: settings are admin-only
     "403 create": (
-        lambda om: om.add_token("bot-jwt", Principal("lineage-bot", roles=frozenset({"LineageBotRole"}))),
+        lambda om: om.add_token(
+            "bot-jwt", Principal("lineage-bot", roles=frozenset({"LineageBotRole"}))
+        ),
         "kept",
     ),
     "400 for one event": (lambda om: om.reject_events(_is_stg_orders), "one-rejected"),
-    "failedEvents": (lambda om: om.fail_events(lambda e: "boom" if _is_stg_orders(e) else None), "one-rejected"),
+    "failedEvents": (
+        lambda om: om.fail_events(lambda e: "boom" if _is_stg_orders(e) else None),
+        "one-rejected",
+    ),
 }
 
 
@@ -142,9 +156,16 @@ def _om_with(fault: str) -> Iterator[tuple[FakeOpenMetadata, str]]:
             yield om, url
 
 
-def _check(om: FakeOpenMetadata, before: dict[str, Any], outbox: Path, delivered: int, fault: str) -> None:
+def _check(
+    om: FakeOpenMetadata, before: dict[str, Any], outbox: Path, delivered: int, fault: str
+) -> None:
     kept = _lines(outbox / "openmetadata.jsonl") + _lines(outbox / "openmetadata.rejected.jsonl")
-    kept += [e for f in outbox.glob("*.jsonl") if not f.name.startswith("openmetadata") for e in _lines(f)]
+    kept += [
+        e
+        for f in outbox.glob("*.jsonl")
+        if not f.name.startswith("openmetadata")
+        for e in _lines(f)
+    ]
     assert delivered + len(kept) == EVENTS, (fault, delivered, len(kept))  # nothing lost
     assert {fqn: v for fqn, v in _state(om).items() if fqn in before} == before  # nothing damaged
     expect = FAULTS[fault][1]
@@ -165,7 +186,7 @@ def test_direct(fault: str, tmp_path: Path) -> None:
     token.write_text("bot-jwt\n")
     with _om_with(fault) as (om, url):
         before = _state(om)
-        run = run_cli(RUN_STG_ORDERS, cwd=proj, env=_env(url, token))
+        run = run_cli(BUILD, cwd=proj, env=_env(url, token))
     assert run.returncode == 0, run.stderr[-3000:]  # lineage never changes dbt's code
     _check(om, before, proj / "target" / "dbt_oml" / "outbox", _delivered(run), fault)
     assert "Traceback" not in run.stderr
@@ -176,7 +197,7 @@ def test_flush(fault: str, tmp_path: Path) -> None:
     proj = copy_project(tmp_path / "p")
     token = proj / "token"
     token.write_text("bot-jwt\n")
-    down = run_cli(RUN_STG_ORDERS, cwd=proj, env=_env(f"http://127.0.0.1:{free_port()}", token))
+    down = run_cli(BUILD, cwd=proj, env=_env(f"http://127.0.0.1:{free_port()}", token))
     assert down.returncode == 0, down.stderr[-3000:]
     outbox = proj / "target" / "dbt_oml" / "outbox"
     assert len(_lines(outbox / "openmetadata.jsonl")) == EVENTS

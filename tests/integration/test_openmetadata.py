@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import RUN_STG_ORDERS, CliRun, copy_project, free_port, run_cli
+from tests.conftest import RUN_STG_ORDERS, copy_project, free_port, run_cli
 from tests.fakes.openmetadata import FakeOpenMetadata, serve
 
 pytestmark = pytest.mark.integration
@@ -79,7 +79,7 @@ def om_runs(
         requests = len(om.requests) - before
         held = _snapshot(om)
         (proj / "target" / "catalog.json").unlink()  # a degraded run: declared columns only
-        degraded = run_cli(["emit", "--profiles-dir", "."] + args[3:], cwd=proj, env=env)
+        degraded = run_cli(["emit", "--profiles-dir", ".", *args[3:]], cwd=proj, env=env)
         yield om, first, second, requests, held, degraded
 
 
@@ -115,6 +115,48 @@ def test_a_degraded_emit_damages_nothing(om_runs) -> None:
         assert now["tables"][fqn][1] == description, fqn
     for edge, count in held["edges"].items():
         assert now["edges"].get(edge, 0) >= count, edge
+    assert "kept the column lineage OpenMetadata holds" in degraded.stderr
+
+
+def test_om_variables_complete_an_openlineage_configured_transport(tmp_path: Path) -> None:
+    om = FakeOpenMetadata.with_bot()
+    proj = copy_project(tmp_path / "p")
+    with serve(om) as url:
+        env = {
+            "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata",
+            "OM_HOST": url,
+            "OM_JWT_TOKEN": "bot-jwt",
+        }
+        run = run_cli(RUN_STG_ORDERS, cwd=proj, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "4 events, 4 delivered" in run.stderr, run.stderr[-3000:]
+    assert om.count("POST", "/api/v1/openlineage/lineage/batch") == 1
+
+
+def test_a_transport_typo_stops_before_dbt_runs(tmp_path: Path) -> None:
+    proj = copy_project(tmp_path / "p")
+    run = run_cli(RUN_STG_ORDERS, cwd=proj, env={"OPENLINEAGE__TRANSPORT__TYPE": "openmetadata"})
+    assert run.returncode == 3, run.stderr[-3000:]
+    assert "transport.url" in run.stderr
+    assert not (proj / "target" / "run_results.json").exists()  # dbt never started
+    assert "Traceback" not in run.stderr
+
+
+def test_the_plugin_keeps_every_event_when_the_transport_is_misconfigured(tmp_path: Path) -> None:
+    from tests.conftest import run_plain_dbt
+
+    proj = copy_project(tmp_path / "p")
+    env = {"DBT_OML_PLUGIN": "1", "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata"}
+    run = run_plain_dbt(["run", "--profiles-dir", ".", "-s", "stg_orders"], cwd=proj, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    errors = [line for line in (run.stdout + run.stderr).splitlines() if "transport.url" in line]
+    assert len(errors) == 1, errors
+    kept = [
+        line
+        for f in (proj / "target" / "dbt_oml" / "outbox").glob("*.jsonl")
+        for line in f.read_text().splitlines()
+    ]
+    assert len(kept) == 4  # the invocation's and the model's START and COMPLETE
 
 
 def test_owned_entities_are_created_with_put(om_runs) -> None:

@@ -8,7 +8,12 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from dbt_oml.errors import ConfigError, TerminalDeliveryError, TransientDeliveryError
+from dbt_oml.errors import (
+    ConfigError,
+    TerminalDeliveryError,
+    TransientDeliveryError,
+    UnreachableError,
+)
 from dbt_oml.om.client import (
     BasicLogin,
     OAuth2ClientCredentials,
@@ -38,11 +43,18 @@ def client(om: FakeOpenMetadata, auth) -> OpenMetadataClient:
     )
 
 
-def test_static_token_reads_settings(om: FakeOpenMetadata) -> None:
+def test_a_bots_settings_are_unknown_not_a_failure(om: FakeOpenMetadata) -> None:
     c = client(om, StaticToken("bot-jwt"))
+    assert c.openlineage_settings() is None  # 403 "is not admin" (ref §2.9): use OM's defaults
+    assert [r.status for r in om.requests] == [403]
+    assert "bot-jwt" not in repr(c) + repr(StaticToken("bot-jwt"))
+
+
+def test_an_admin_token_reads_settings(om: FakeOpenMetadata) -> None:
+    om.add_token("admin-jwt", Principal("admin", admin=True))
+    c = client(om, StaticToken("admin-jwt"))
     assert c.openlineage_settings()["defaultPipelineService"] == "openlineage"
     assert c.requests == 1
-    assert "bot-jwt" not in repr(c) + repr(StaticToken("bot-jwt"))
 
 
 def test_token_file_is_reread_after_a_401(om: FakeOpenMetadata, tmp_path: Path) -> None:
@@ -52,8 +64,8 @@ def test_token_file_is_reread_after_a_401(om: FakeOpenMetadata, tmp_path: Path) 
     c = client(om, provider)
     assert provider.token(c.http, BASE) == "old-jwt"
     token.write_text("bot-jwt\n")  # the Secret is rotated after the first read
-    assert c.openlineage_settings()["enabled"] is True
-    assert [r.status for r in om.requests] == [401, 200]
+    assert c.openlineage_settings() is None
+    assert [r.status for r in om.requests] == [401, 403]  # the new token was accepted
 
 
 def test_token_file_missing_is_a_config_error(om: FakeOpenMetadata, tmp_path: Path) -> None:
@@ -72,6 +84,7 @@ def test_expired_token_says_what_to_do(om: FakeOpenMetadata) -> None:
 
 def test_basic_login_sends_the_password_base64_encoded(om: FakeOpenMetadata) -> None:
     om.passwords["admin@open-metadata.org"] = "admin"
+    om.admins.add("admin@open-metadata.org")
     c = client(om, BasicLogin("admin@open-metadata.org", "admin"))
     assert c.openlineage_settings()["enabled"] is True
     login = om.requests[0]
@@ -100,7 +113,8 @@ def test_the_stand_in_rejects_a_plaintext_password(om: FakeOpenMetadata) -> None
 def test_oauth2_client_credentials(om: FakeOpenMetadata) -> None:
     om.oauth_clients["dbt-oml"] = "s3cret"
     provider = OAuth2ClientCredentials(f"{BASE}/oauth/token", "dbt-oml", "s3cret")
-    assert client(om, provider).openlineage_settings()["enabled"] is True
+    assert client(om, provider).openlineage_settings() is None  # authenticated: 403, not 401
+    assert [r.status for r in om.requests if r.path.startswith("/api")] == [403]
     assert "s3cret" not in repr(provider)
 
 
@@ -135,15 +149,16 @@ def test_server_errors_are_transient(om: FakeOpenMetadata) -> None:
     c = client(om, StaticToken("bot-jwt"))
     with pytest.raises(TransientDeliveryError):
         c.openlineage_settings()
-    assert c.openlineage_settings()["enabled"] is True
+    assert c.openlineage_settings() is None
 
 
 def test_refused_connection_is_transient() -> None:
     port = free_port()
     c = OpenMetadataClient(f"http://127.0.0.1:{port}", http=httpx2.Client(timeout=2), auth=None)
-    with pytest.raises(TransientDeliveryError) as err:
+    with pytest.raises(UnreachableError) as err:
         c.openlineage_settings()
-    assert "ConnectError" in err.value.reason
+    assert err.value.reason == "connection refused"
+    assert isinstance(err.value, TransientDeliveryError)
 
 
 def test_entities_put_create_get_and_list(om: FakeOpenMetadata) -> None:

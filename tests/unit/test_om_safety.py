@@ -221,7 +221,9 @@ def test_file_only_inputs_are_left_out_and_nothing_is_kept(
 
 
 def test_failed_events_are_rejected_with_oms_reason(om: FakeOpenMetadata, tmp_path: Path) -> None:
-    om.fail_events(lambda e: "mapper exploded" if e["eventTime"].startswith("2026-11-30T03:56") else None)
+    om.fail_events(
+        lambda e: "mapper exploded" if e["eventTime"].startswith("2026-11-30T03:56") else None
+    )
     t = transport(om, tmp_path)
     t.emit(_event())
     t.emit(_event(time="2026-11-30T03:56:00.000Z"))
