@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test test-unit lint fmt bench bench-lineage bench-plugin bench-nats clean
+.PHONY: demo test test-unit lint fmt bench bench-lineage bench-plugin bench-nats bench-om-faults clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +64,10 @@ bench-plugin: $(STAMP)
 # JetStream publish and relay throughput (a nats-server binary must be installed).
 bench-nats: $(STAMP)
 	$(BIN)/python benchmarks/nats_bench.py
+
+# OpenMetadata refused or hanging: whole `dbt-oml build` / plugin `dbt build` vs the file transport.
+bench-om-faults: $(STAMP)
+	$(BIN)/python benchmarks/om_faults_bench.py
 
 clean:
 	rm -rf $(VENV) integration_project/target integration_project/logs integration_project/*.duckdb
