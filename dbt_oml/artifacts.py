@@ -152,6 +152,8 @@ class RunResults:
     command: str | None
     args: Mapping[str, str] = field(default_factory=dict)
     results: tuple[NodeResult, ...] = ()
+    problems: tuple[str, ...] = ()
+    """Results dbt-oml reads with a fallback (bad timing, unknown status): one line each."""
 
 
 def failure_summary(results: Iterable[tuple[str, str]]) -> str:
@@ -181,6 +183,8 @@ class RunArtifacts:
     manifest: Manifest
     run_results: RunResults | None
     catalog: Catalog | None = None
+    problems: tuple[str, ...] = ()
+    """What was read with a fallback (an unreadable catalog.json, odd results): warnings."""
 
 
 def parse_time(value: object) -> datetime | None:
@@ -359,7 +363,9 @@ def read_manifest(path: Path) -> Manifest:
                 node = _node(raw)
                 nodes[node.unique_id] = node
     except (KeyError, TypeError, AttributeError) as e:
-        raise ArtifactError(path=str(path), reason=f"has a malformed node ({e!r})") from e
+        raise ArtifactError(
+            path=str(path), reason=f"has a malformed node ({e!r})", hint="re-run dbt"
+        ) from e
     project = _str(meta.get("project_name")) or next(
         (n.package_name for n in nodes.values() if n.resource_type == "model"), None
     )
@@ -373,16 +379,56 @@ def read_manifest(path: Path) -> Manifest:
     )
 
 
-def _result(raw: dict[str, Any]) -> NodeResult:
-    timing = tuple(
+#: Every status dbt writes into run_results.json (dbt's NodeStatus / RunStatus / TestStatus).
+KNOWN_STATUSES = frozenset(
+    {
+        "success",
+        "error",
+        "skipped",
+        "pass",
+        "fail",
+        "warn",
+        "runtime error",
+        "partial success",
+        "no-op",
+    }
+)
+
+
+def _timing(raw: object) -> tuple[Timing, ...]:
+    return tuple(
         Timing(
             name=str(t.get("name")),
             started_at=parse_time(t.get("started_at")),
             completed_at=parse_time(t.get("completed_at")),
         )
-        for t in _list(raw.get("timing"))
+        for t in _list(raw)
         if isinstance(t, dict)
     )
+
+
+def _result_problem(raw: dict[str, Any], result: NodeResult) -> str | None:
+    """What of a result only reads with a fallback (None: all of it reads as dbt wrote it)."""
+    timing = raw.get("timing")
+    times = [
+        f"{key}={t.get(key)!r}"
+        for t in _list(timing)
+        if isinstance(t, dict)
+        for key in ("started_at", "completed_at")
+        if t.get(key) not in (None, "") and parse_time(t.get(key)) is None
+    ]
+    if timing not in (None, []) and not isinstance(timing, list):
+        times.append(f"timing={timing!r}")
+    found = []
+    if times:
+        found.append(f"unreadable {', '.join(times)} (its events use the run's times)")
+    if result.status not in KNOWN_STATUSES:
+        found.append(f"unknown status {result.status!r} (its run ends as FAIL)")
+    return f"run_results.json: {result.unique_id}: {'; '.join(found)}" if found else None
+
+
+def _result(raw: dict[str, Any]) -> NodeResult:
+    timing = _timing(raw.get("timing"))
     response = _obj(raw.get("adapter_response"))
     rows = response.get("rows_affected")
     failures = raw.get("failures")
@@ -402,10 +448,22 @@ def read_run_results(path: Path) -> RunResults:
     doc = _load(path, "run-results")
     meta = doc["metadata"]
     args = _obj(doc.get("args"))
+    raw_results = doc.get("results") or []
+    if not isinstance(raw_results, list):
+        raise ArtifactError(
+            path=str(path),
+            reason=f"`results` is a {type(raw_results).__name__}, not a list",
+            hint="re-run dbt to rewrite it",
+        )
     try:
-        results = tuple(_result(r) for r in doc.get("results") or ())
+        results = tuple(_result(r) for r in raw_results)
     except (KeyError, TypeError, AttributeError) as e:
-        raise ArtifactError(path=str(path), reason=f"has a malformed result ({e!r})") from e
+        raise ArtifactError(
+            path=str(path), reason=f"has a malformed result ({e!r})", hint="re-run dbt"
+        ) from e
+    problems = tuple(
+        p for r, raw in zip(results, raw_results, strict=True) if (p := _result_problem(raw, r))
+    )
     return RunResults(
         path=str(path),
         dbt_version=str(meta.get("dbt_version") or "unknown"),
@@ -415,6 +473,7 @@ def read_run_results(path: Path) -> RunResults:
         command=_str(args.get("which")),
         args={k: str(v) for k, v in args.items() if isinstance(v, str | int | float | bool)},
         results=results,
+        problems=problems,
     )
 
 
@@ -423,7 +482,15 @@ def read_catalog(path: Path) -> Catalog:
     doc = _load(path, "catalog")
     columns: dict[str, tuple[Column, ...]] = {}
     for section in ("nodes", "sources"):
-        for unique_id, entry in (doc.get(section) or {}).items():
+        entries = doc.get(section)
+        entries = {} if entries is None else entries
+        if not isinstance(entries, dict):
+            raise ArtifactError(
+                path=str(path),
+                reason=f"`{section}` is a {type(entries).__name__}, not an object",
+                hint="re-run `dbt docs generate`",
+            )
+        for unique_id, entry in entries.items():
             if isinstance(entry, dict):
                 columns[str(unique_id)] = _columns(entry.get("columns"))
     generated = parse_time(doc["metadata"].get("generated_at"))
@@ -447,6 +514,21 @@ def read_artifacts(target: Path, *, run_results: Path | None = None) -> RunArtif
         if (target / KEPT_MANIFEST).exists():
             manifest_path = target / KEPT_MANIFEST
     manifest = read_manifest(manifest_path)
-    catalog_path = target / "catalog.json"
-    catalog = read_catalog(catalog_path) if catalog_path.exists() else None
-    return RunArtifacts(manifest=manifest, run_results=results, catalog=catalog)
+    catalog, problems = read_optional_catalog(target / "catalog.json")
+    if results is not None:
+        problems += results.problems
+    return RunArtifacts(manifest=manifest, run_results=results, catalog=catalog, problems=problems)
+
+
+def read_optional_catalog(path: Path) -> tuple[Catalog | None, tuple[str, ...]]:
+    """catalog.json if it is there and readable; an unreadable one is a warning, not an error.
+
+    The catalog only improves schema facets (real columns and types); without it the declared
+    columns are used, so a corrupt or foreign file must never cost the run its events.
+    """
+    if not path.exists():
+        return None, ()
+    try:
+        return read_catalog(path), ()
+    except ArtifactError as e:
+        return None, (f"{e}; schema facets use the declared columns",)

@@ -121,9 +121,11 @@ def per_test_events(builder: EventBuilder, results: Iterable[NodeResult]) -> lis
     producer = builder.settings.producer
     for result in results:
         test = builder.manifest.get(result.unique_id)
-        start, end = result.started_at, result.completed_at
-        if test is None or test.test is None or result.status == "skipped" or start is None:
+        if test is None or test.test is None or result.status == "skipped":
             continue
+        # a test whose timing does not read still ran: it starts with the invocation
+        start = result.started_at or builder.invocation.started_at
+        end = result.completed_at
         run_facets = {
             **builder.run_facets(),
             **builder.parent_facet(),

@@ -36,7 +36,9 @@ from dbt_oml.redaction import redact
 JOB_TYPES: Mapping[str, str] = {"model": "MODEL", "seed": "SEED", "snapshot": "SNAPSHOT"}
 #: Commands whose nodes get events; others get only the invocation's run.
 BUILD_COMMANDS = frozenset({"build", "run", "seed", "snapshot", "test", "retry"})
-_TERMINAL: Mapping[str, RunState] = {"success": RunState.COMPLETE, "error": RunState.FAIL}
+#: A node's terminal state by dbt status; skipped nodes get no run, any other status FAILs.
+_TERMINAL: Mapping[str, RunState] = {"success": RunState.COMPLETE, "no-op": RunState.COMPLETE}
+_FAILED = frozenset({"error", "fail", "runtime error", "partial success"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +155,7 @@ class EventBuilder:
 
     def inputs(self, node: Node, sql: str | None) -> list[InputDataset]:
         out = [self.input_dataset(parent) for parent in self.upstream(node)]
-        paths = file_paths(sql, dialect=self.invocation.adapter_type) if sql else []
+        paths = self._file_paths(sql) if sql else []
         cwd = self.settings.cwd
         if node.resource_type == "seed" and node.original_file_path:
             paths, cwd = [node.original_file_path], self.settings.project_root or cwd
@@ -161,6 +163,12 @@ class EventBuilder:
             ref = file_dataset(path, cwd=cwd)
             out.append(self._plain_input(ref.namespace, ref.name))
         return out
+
+    def _file_paths(self, sql: str) -> list[str]:
+        try:
+            return file_paths(sql, dialect=self.invocation.adapter_type)
+        except RecursionError:
+            return []  # SQL nested deeper than sqlglot can parse: the model keeps its other inputs
 
     def _plain_input(self, namespace: str, name: str) -> InputDataset:
         """An input that is not a dbt node (a file, a table the SQL names directly)."""
@@ -318,8 +326,8 @@ class EventBuilder:
     def node_end(self, result: NodeResult, started_at: datetime) -> RunEvent | None:
         """COMPLETE or FAIL of one node at its real end time; skipped nodes get none."""
         node = self.manifest.get(result.unique_id)
-        state = _TERMINAL.get(result.status)
-        if node is None or state is None or not self.emits_for(node):
+        state = _TERMINAL.get(result.status, RunState.FAIL)
+        if node is None or result.status == "skipped" or not self.emits_for(node):
             return None
         sql = result.compiled_code or node.compiled_code
         run_facets = {
@@ -328,7 +336,7 @@ class EventBuilder:
             **facets.tags(node, self.settings.producer),
         }
         if state is RunState.FAIL:
-            message = result.message or f"dbt reported status {result.status}"
+            message = _failure(result)
             run_facets["errorMessage"] = facets.error_message(
                 redact(message), self.settings.producer
             )
@@ -383,6 +391,14 @@ class EventBuilder:
         )
 
 
+def _failure(result: NodeResult) -> str:
+    """The error text of a failed node; a status dbt-oml does not know says so."""
+    if result.status in _FAILED:
+        return result.message or f"dbt reported status {result.status}"
+    said = f": {result.message}" if result.message else ""
+    return f"dbt reported status {result.status!r}, which dbt-oml does not know{said}"
+
+
 def build_events(
     artifacts: RunArtifacts,
     *,
@@ -418,9 +434,10 @@ def build_events(
     body: list[RunEvent] = []
     results = artifacts.run_results.results if artifacts.run_results else ()
     for result in results:
-        # a node that failed before dbt timed it still ran: it starts with the invocation
+        # a node that failed before dbt timed it (or whose timing does not read) still ran: it
+        # starts with the invocation
         started = (node_starts or {}).get(result.unique_id) or result.started_at
-        started = started or (invocation.started_at if result.status == "error" else None)
+        started = started or (invocation.started_at if result.status != "skipped" else None)
         if started is None:
             continue
         start = builder.node_start(result.unique_id, started)

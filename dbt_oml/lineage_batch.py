@@ -11,17 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import sys
-import types
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sqlglot.schema import MappingSchema
 
 from dbt_oml.artifacts import Column, Node, RunArtifacts
-from dbt_oml.errors import LineageError
 from dbt_oml.lineage import (
     ENGINE_VERSION,
     ColumnEdge,
@@ -29,8 +25,8 @@ from dbt_oml.lineage import (
     SourceColumn,
     Transformation,
     build_schema,
-    column_lineage,
 )
+from dbt_oml.lineage_workers import MODEL_TIMEOUT, Analyse, analyse_one, analyse_parallel
 
 logger = logging.getLogger(__name__)
 
@@ -135,37 +131,6 @@ def known_columns(
     return out
 
 
-def _analyse_chunk(
-    tables: dict[str, dict[str, dict[str, dict[str, str]]]],
-    case: dict[str, str],
-    jobs: list[tuple[str, str]],
-    dialect: str,
-    default_catalog: str | None,
-) -> list[tuple[str, ModelLineage | str]]:
-    """Worker: analyse independent models against one schema built once in this process."""
-    schema = build_schema(tables, dialect=dialect)
-    out: list[tuple[str, ModelLineage | str]] = []
-    for uid, sql in jobs:
-        try:
-            out.append(
-                (
-                    uid,
-                    column_lineage(
-                        sql,
-                        schema=schema,
-                        dialect=dialect,
-                        unique_id=uid,
-                        default_catalog=default_catalog,
-                        default_schema="main",
-                        case=case,
-                    ),
-                )
-            )
-        except LineageError as e:
-            out.append((uid, e.reason))
-    return out
-
-
 #: Below this many models to analyse, worker processes cost more than they save.
 PARALLEL_THRESHOLD = 200
 
@@ -181,14 +146,19 @@ def analyse_models(
     cache: LineageCache | None = None,
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    timeout: float = MODEL_TIMEOUT,
+    analyse: Analyse = analyse_one,
 ) -> LineageReport:
     """Column lineage of the `wanted` models (analysing their model ancestors first).
 
     A model without catalog columns lends its analysed outputs to its children, so a `select *`
     over it still expands; one model's failure only makes that model (and any `*` over it) opaque.
     With `workers` > 1 and a large project, models whose upstream columns are all known up front
-    are analysed in parallel processes; the rest follow in dependency order. `progress` is
-    called with (models analysed, models to analyse) as the work goes.
+    are analysed in parallel processes, each model within `timeout` seconds; the rest follow in
+    dependency order. Whatever goes wrong with one model (a LineageError, RecursionError on
+    hostile SQL, a bug, a worker that hangs) makes that model opaque with the reason; this
+    never raises for a model. `progress` is called with (models analysed, models to analyse)
+    as the work goes. `analyse` is the per-model seam (tests).
     """
     report = LineageReport()
     tables = _Tables()
@@ -218,7 +188,16 @@ def analyse_models(
     total, finished = len(todo), 0
     independent = [t for t in todo if all(p in tables.known for p in _relations(artifacts, t[0]))]
     if workers > 1 and len(independent) >= PARALLEL_THRESHOLD:
-        done = _parallel(independent, tables, dialect, default_catalog, workers)
+        done = analyse_parallel(
+            [(n.unique_id, sql) for n, sql, _ in independent],
+            tables=tables.tables,
+            case=tables.case,
+            dialect=dialect,
+            default_catalog=default_catalog,
+            workers=workers,
+            timeout=timeout,
+            analyse=analyse,
+        )
         if not done:
             independent = []  # the pool could not run here: everything goes serially below
         for node, _, key in independent:
@@ -238,19 +217,18 @@ def analyse_models(
         finished += 1
         if progress is not None and finished % 50 == 0:
             progress(finished, total)
-        try:
-            lineage = column_lineage(
-                sql,
-                schema=schema.get(),
-                dialect=dialect,
-                unique_id=node.unique_id,
-                default_catalog=default_catalog,
-                default_schema="main",
-                case=tables.case,
-            )
-        except LineageError as e:
-            report.opaque[node.unique_id] = e.reason
+        outcome = analyse(
+            sql,
+            schema=schema.get(),
+            dialect=dialect,
+            unique_id=node.unique_id,
+            default_catalog=default_catalog,
+            case=tables.case,
+        )
+        if isinstance(outcome, str):
+            report.opaque[node.unique_id] = outcome
             continue
+        lineage = outcome
         report.analysed += 1
         if cache is not None:
             cache.put(key, lineage)
@@ -288,48 +266,6 @@ def _record(
     report.models[node.unique_id] = lineage
     if node.unique_id not in tables.known:
         schema.add(node, tuple(Column(name=e.output) for e in lineage.columns))
-
-
-@contextmanager
-def _main_not_imported() -> Iterator[None]:
-    """Spawned workers import the parent's `__main__` first; they need only this module.
-
-    Under the dbt plugin `__main__` is dbt's CLI (about 2 s of imports per worker), so while the
-    workers start, `__main__` is a bare module that spawn has nothing to import for.
-    """
-    main = sys.modules.get("__main__")
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        if main is not None:
-            sys.modules["__main__"] = main
-
-
-def _parallel(
-    jobs: list[tuple[Node, str, str]],
-    tables: _Tables,
-    dialect: str,
-    default_catalog: str | None,
-    workers: int,
-) -> dict[str, ModelLineage | str]:
-    """Analyse independent models in worker processes; {} when a pool cannot run here."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
-    chunks = [[(n.unique_id, sql) for n, sql, _ in jobs[i::workers]] for i in range(workers)]
-    context = multiprocessing.get_context("spawn")  # never fork a process that ran dbt's threads
-    try:
-        with _main_not_imported(), ProcessPoolExecutor(workers, mp_context=context) as pool:
-            futures = [
-                pool.submit(_analyse_chunk, tables.tables, tables.case, c, dialect, default_catalog)
-                for c in chunks
-            ]
-            return {uid: outcome for future in futures for uid, outcome in future.result()}
-    except (BrokenProcessPool, OSError) as e:  # e.g. no importable __main__ (embedded Python)
-        logger.debug("lineage worker processes unavailable (%s); analysing serially", e)
-        return {}
 
 
 def _relations(artifacts: RunArtifacts, node: Node) -> list[str]:

@@ -64,6 +64,7 @@ def emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
     report = Report()
     project = resolve_project(options)
     artifacts = read_artifacts(project.target_path)
+    report.problems += artifacts.problems
     invocation = _invocation(project, artifacts)
     results = artifacts.run_results
     assert results is not None

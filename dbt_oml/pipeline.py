@@ -10,6 +10,7 @@ import json
 import logging
 import shutil
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -208,7 +209,11 @@ def build(
 
 
 def _artifacts_with_catalog(settings: Settings, ctx: DbtContext, report: Report) -> RunArtifacts:
-    """The build's artifacts, with this run's catalog.json (from `dbt docs generate`)."""
+    """The build's artifacts, with this run's catalog.json (from `dbt docs generate`).
+
+    A catalog.json written before this invocation started (docs generate off or failed) is
+    not this run's: the declared columns are used instead. An unreadable one is a warning.
+    """
     if settings.docs_generate and ctx.command in CATALOG_COMMANDS:
         docs = run_dbt(docs_generate_args(ctx))
         if docs.return_code != 0:
@@ -216,11 +221,13 @@ def _artifacts_with_catalog(settings: Settings, ctx: DbtContext, report: Report)
                 f"dbt docs generate failed ({docs.error}); schema facets use the declared columns"
             )
     artifacts = read_artifacts(ctx.target_path)
-    if not settings.docs_generate and artifacts.catalog is not None:
-        generated = artifacts.catalog.generated_at
-        if generated is None or generated < ctx.started_at:
-            return RunArtifacts(manifest=artifacts.manifest, run_results=artifacts.run_results)
-    return artifacts
+    report.problems += artifacts.problems
+    catalog = artifacts.catalog
+    if catalog is not None and (
+        catalog.generated_at is None or catalog.generated_at < ctx.started_at
+    ):
+        catalog = None
+    return replace(artifacts, catalog=catalog)
 
 
 def finish(
@@ -279,6 +286,11 @@ def finish(
         report.problems.append(str(e))
         report.events_built += 1
         delivery.send(builder.parent_end(at=ended_at, error=error or str(e)))
+    except Exception:
+        # a dbt-oml bug: the invocation's run still ends as dbt ended it; the CLI reports the bug
+        report.events_built += 1
+        delivery.send(builder.parent_end(at=ended_at, error=error))
+        raise
     finally:
         report.delivery = delivery.close()
 

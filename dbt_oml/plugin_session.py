@@ -104,6 +104,7 @@ class PluginSession:
         results = read_run_results(results_path)
         if results.invocation_id != invocation_id:
             return None  # not written by this command (a parse error, --no-write-json)
+        self.report.problems += results.problems
         manifest = read_manifest(target / "manifest.json")
         catalog, problem = live_catalog(manifest, now=datetime.now(timezone.utc))
         if problem:

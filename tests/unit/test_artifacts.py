@@ -108,3 +108,91 @@ def test_docs_generate_results_are_replaced_by_the_kept_copy(mini_target: Path) 
 def test_catalog_is_optional(mini_target: Path) -> None:
     (mini_target / "catalog.json").unlink()
     assert read_artifacts(mini_target).catalog is None
+
+
+# -- hostile artifacts: optional ones warn, required ones name the file, nothing is dropped -------
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ("{not json", "is not valid JSON"),
+        (
+            json.dumps(
+                {
+                    "metadata": {
+                        "dbt_schema_version": "https://schemas.getdbt.com/dbt/catalog/v1.json"
+                    },
+                    "nodes": [{"unique_id": "model.jaffle_oml.stg_orders", "columns": {}}],
+                }
+            ),
+            "`nodes` is a list, not an object",
+        ),
+    ],
+    ids=["corrupt", "nodes-list"],
+)
+def test_an_unreadable_catalog_is_a_warning(mini_target: Path, content: str, reason: str) -> None:
+    path = mini_target / "catalog.json"
+    path.write_text(content)
+    with pytest.raises(ArtifactError) as err:
+        read_catalog(path)
+    assert err.value.path == str(path)
+    arts = read_artifacts(mini_target)
+    assert arts.catalog is None
+    [problem] = arts.problems
+    assert problem.startswith(str(path))
+    assert reason in problem
+    assert problem.endswith("schema facets use the declared columns")
+
+
+def test_results_that_are_not_a_list_name_the_file(mini_target: Path) -> None:
+    path = mini_target / "run_results.json"
+    doc = json.loads(path.read_text())
+    doc["results"] = {"model.x": {}}
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ArtifactError) as err:
+        read_run_results(path)
+    assert err.value.path == str(path)
+    assert err.value.hint == "re-run dbt to rewrite it"
+
+
+def _damage_results(target: Path) -> None:
+    path = target / "run_results.json"
+    doc = json.loads(path.read_text())
+    for result in doc["results"]:
+        if result["unique_id"] == "model.jaffle_oml.stg_orders":
+            result["timing"][0]["started_at"] = "yesterday"
+            result["timing"][1]["started_at"] = 17
+            result["timing"][1]["completed_at"] = "soon"
+        if result["unique_id"] == "model.jaffle_oml.stg_customers":
+            result["status"] = "Weird"
+        if result["unique_id"] == "test.jaffle_oml.not_null_core_orders_order_id.bc02f3a29c":
+            result["timing"] = "later"
+    path.write_text(json.dumps(doc))
+
+
+def test_bad_timing_and_unknown_status_are_read_with_warnings(mini_target: Path) -> None:
+    _damage_results(mini_target)
+    problems = read_artifacts(mini_target).problems
+    assert problems == (
+        "run_results.json: model.jaffle_oml.stg_orders: unreadable started_at='yesterday', "
+        "started_at=17, completed_at='soon' (its events use the run's times)",
+        "run_results.json: model.jaffle_oml.stg_customers: unknown status 'weird' "
+        "(its run ends as FAIL)",
+        "run_results.json: test.jaffle_oml.not_null_core_orders_order_id.bc02f3a29c: "
+        "unreadable timing='later' (its events use the run's times)",
+    )
+
+
+def test_no_event_is_dropped_for_bad_timing_or_status(mini_target: Path) -> None:
+    from tests.unit.test_events import _by, _events
+
+    intact = _events(mini_target)
+    _damage_results(mini_target)
+    damaged = _events(mini_target)
+    assert len(damaged) == len(intact)
+    orders = _by(damaged, "stg_orders.build.run", "START")
+    assert orders["eventTime"] == "2026-11-30T03:55:00.000Z"  # the invocation's start
+    failed = _by(damaged, "stg_customers.build.run", "FAIL")
+    message = failed["run"]["facets"]["errorMessage"]["message"]
+    assert message == "dbt reported status 'weird', which dbt-oml does not know: OK"

@@ -1,0 +1,113 @@
+"""Hostile SQL and hung workers cost one model its column lineage, never the run."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+from sqlglot.schema import MappingSchema
+
+from dbt_oml import lineage_batch, lineage_workers
+from dbt_oml.artifacts import RunArtifacts, read_artifacts
+from dbt_oml.lineage_batch import analyse_models
+from dbt_oml.lineage_workers import Outcome, analyse_one
+from tests.unit.test_lineage_batch import MODELS
+
+HOSTILE = "select " + "(" * 2000 + "1" + ")" * 2000 + " as x"
+VICTIM = "model.jaffle_oml.stg_orders"
+MARK = "/* hang here */"
+
+
+def _with_sql(target: Path, unique_id: str, sql: str) -> RunArtifacts:
+    """The mini artifacts, with one model's compiled SQL replaced."""
+    for name, section in (("manifest.json", "nodes"), ("run_results.json", "results")):
+        doc = json.loads((target / name).read_text())
+        entries = doc[section].values() if isinstance(doc[section], dict) else doc[section]
+        for entry in entries:
+            if entry["unique_id"] == unique_id:
+                entry["compiled_code"] = sql
+        (target / name).write_text(json.dumps(doc))
+    return read_artifacts(target)
+
+
+def hang_when_marked(sql: str, **kw: object) -> Outcome:
+    """A model whose analysis never ends (until the worker's alarm interrupts it)."""
+    if MARK in sql:
+        threading.Event().wait()
+    return analyse_one(sql, **kw)  # type: ignore[arg-type]
+
+
+def hang_deaf_when_marked(sql: str, **kw: object) -> Outcome:
+    """A hang no alarm interrupts (like one inside C code): only stopping the worker helps."""
+    if MARK in sql:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        threading.Event().wait()
+    return analyse_one(sql, **kw)  # type: ignore[arg-type]
+
+
+def test_deep_nesting_is_opaque_with_the_reason() -> None:
+    schema = MappingSchema({}, dialect="duckdb")
+    outcome = analyse_one(
+        HOSTILE, schema=schema, dialect="duckdb", unique_id="m", default_catalog=None, case={}
+    )
+    assert outcome == "SQL nested too deeply to analyse (RecursionError)"
+
+
+def test_a_bug_in_the_analysis_is_opaque_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_: object, **__: object) -> None:
+        raise KeyError("walk")
+
+    monkeypatch.setattr(lineage_workers, "column_lineage", broken)
+    schema = MappingSchema({}, dialect="duckdb")
+    outcome = analyse_one(
+        "select 1", schema=schema, dialect="duckdb", unique_id="m", default_catalog=None, case={}
+    )
+    assert outcome == "analysis failed (KeyError: 'walk')"
+
+
+@pytest.mark.parametrize("workers", [1, 2], ids=["serial", "worker processes"])
+def test_hostile_sql_costs_only_its_model(
+    mini_target: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    monkeypatch.setattr(lineage_batch, "PARALLEL_THRESHOLD", 1)
+    report = analyse_models(
+        _with_sql(mini_target, VICTIM, HOSTILE), wanted=MODELS, dialect="duckdb", workers=workers
+    )
+    assert report.opaque[VICTIM] == "SQL nested too deeply to analyse (RecursionError)"
+    assert MODELS & set(report.models) == MODELS - {VICTIM}
+
+
+def _hung(target: Path, monkeypatch: pytest.MonkeyPatch, analyse: object) -> Mapping[str, str]:
+    monkeypatch.setattr(lineage_batch, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(lineage_workers, "CHUNK", 1)  # the hung model's task is its own
+    monkeypatch.setattr(lineage_workers, "SLACK", 2.0)
+    arts = read_artifacts(target)
+    sql = arts.manifest.nodes[VICTIM].compiled_code
+    report = analyse_models(
+        _with_sql(target, VICTIM, f"{sql}\n{MARK}"),
+        wanted=MODELS,
+        dialect="duckdb",
+        workers=2,
+        timeout=1.0,
+        analyse=analyse,  # type: ignore[arg-type]
+    )
+    assert MODELS & set(report.models) == MODELS - {VICTIM}
+    return report.opaque
+
+
+def test_a_model_that_hangs_in_a_worker_is_given_up(
+    mini_target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opaque = _hung(mini_target, monkeypatch, hang_when_marked)
+    assert opaque[VICTIM] == "analysis took longer than 1 s (given up)"
+
+
+def test_a_worker_deaf_to_its_alarm_is_stopped(
+    mini_target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opaque = _hung(mini_target, monkeypatch, hang_deaf_when_marked)
+    assert opaque[VICTIM].startswith("analysis did not finish (its worker failed or hung")
