@@ -48,9 +48,11 @@ Usage:
                                                    retry, ... any dbt command) with events
   dbt-oml [OPTIONS] emit [dbt project options]    send the events of existing artifacts
                                                    (alias: send-events)
-  dbt-oml [OPTIONS] replay FILE...                send events kept in outbox files
-  dbt-oml [OPTIONS] flush                         send everything in the outbox directory
-                                                   (<target>/dbt_oml/outbox or --outbox-dir)
+  dbt-oml [OPTIONS] replay FILE... [project options]
+                                                  send events kept in outbox files
+  dbt-oml [OPTIONS] flush [project options]       send everything in the outbox directory
+                                                   (<target>/dbt_oml/outbox or --outbox-dir;
+                                                   never *.rejected.jsonl: replay those by name)
   dbt-oml relay [--once] [--batch N] [--durable NAME]
                                                    drain JetStream into OpenMetadata
   dbt-oml lineage MODEL [COLUMN] [--json]         a model's column lineage from existing
@@ -78,8 +80,9 @@ Options (anywhere on the line; everything else goes to dbt unchanged):
   --oml-log-level LEVEL         DEBUG, INFO (default), WARNING or ERROR
   --consume-structured-logs     accepted for dbt-ol compatibility; events are always real-time
 
-emit/lineage options: --project-dir, --profiles-dir, --profile, --target/-t, --target-path, --vars
-(dbt's meaning; DBT_PROJECT_DIR, DBT_PROFILES_DIR, DBT_TARGET, DBT_TARGET_PATH also work).
+emit/lineage/flush/replay project options: --project-dir, --profiles-dir, --profile, --target/-t,
+--target-path, --vars (dbt's meaning; DBT_PROJECT_DIR, DBT_PROFILES_DIR, DBT_TARGET,
+DBT_TARGET_PATH also work).
 
 Every option also has a DBT_OML_<NAME> environment variable and a dbt-oml.yml key.
 
@@ -167,6 +170,18 @@ def _project_options(opts: dict[str, Any], cwd: Path) -> ProjectOptions:
         cli_vars=cli_vars,
         environ=env,
     )
+
+
+def _command(name: str, *extra: click.Parameter) -> click.Command:
+    """A subcommand that takes dbt's project options (and `extra`)."""
+    return click.Command(name, params=[*_EMIT_OPTIONS, *extra], add_help_option=False)
+
+
+def _target_path(opts: dict[str, Any], cwd: Path) -> Path:
+    """dbt's target directory from the project options (flush and replay need no profile)."""
+    from dbt_oml.dbt_process import target_path_of
+
+    return target_path_of(_project_options(opts, cwd))
 
 
 def _emit(settings: Any, rest: list[str], cwd: Path) -> Any:
@@ -344,18 +359,20 @@ def _own_command(command: str, settings: Any, rest: list[str], cwd: Path) -> int
         if command == "relay":
             return _relay(settings, rest)
         if command == "flush":
-            outbox = settings.outbox_dir or cwd / "target" / "dbt_oml" / "outbox"
-            files = sorted(outbox.glob("*.jsonl")) if outbox.is_dir() else []
+            target = _target_path(_parse(_command("flush"), rest), cwd)
+            outbox, files = offline.outbox_files(settings, target)
             if not files:
                 say(f"dbt-oml flush: nothing to send in {outbox}")
                 return ExitCode.SUCCESS
-            report = offline.replay(settings, files, target_path=cwd / "target")
+            report = offline.replay(settings, files, target_path=target)
         elif command == "replay":
-            if not rest:
+            opts = _parse(_command("replay", click.Argument(["files"], nargs=-1)), rest)
+            if not opts["files"]:
                 raise ConfigError(
                     key="replay", source="command line", reason="needs outbox FILE(s)"
                 )
-            report = offline.replay(settings, [Path(p) for p in rest], target_path=cwd / "target")
+            files = [cwd / p for p in opts.pop("files")]
+            report = offline.replay(settings, files, target_path=_target_path(opts, cwd))
         else:
             # dbt's own log lines (adapter imports) must not mix into --dry-run's JSON
             stream = sys.stderr if settings.dry_run else sys.stdout

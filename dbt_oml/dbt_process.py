@@ -262,6 +262,31 @@ class ResolvedProject:
     catalogs: tuple[CatalogSpec, ...] = field(repr=False)
 
 
+def target_path_of(options: ProjectOptions) -> Path:
+    """dbt's target directory for the project options, without loading a profile.
+
+    --target-path / DBT_TARGET_PATH, else dbt_project.yml's `target-path`, else `target`;
+    a relative path is under the project directory, as dbt reads it.
+    """
+    path = options.target_path
+    if path is None:
+        configured = _project_value(options.project_dir / "dbt_project.yml", "target-path")
+        path = Path(configured or "target")
+    return path if path.is_absolute() else options.project_dir / path
+
+
+def _project_value(path: Path, key: str) -> str | None:
+    """A plain (Jinja-free) string setting of dbt_project.yml, if it has one."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    value = doc.get(key) if isinstance(doc, dict) else None
+    return value if isinstance(value, str) and value and "{{" not in value else None
+
+
 def resolve_project(options: ProjectOptions) -> ResolvedProject:
     """Resolve project, profile, target and catalogs with dbt's own loaders (no dbt run)."""
     from argparse import Namespace as Args

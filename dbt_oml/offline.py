@@ -98,6 +98,20 @@ def emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
     return report
 
 
+#: Events the server refused for good: `dbt-oml replay FILE` sends them on purpose, flush never.
+REJECTED_SUFFIX = ".rejected.jsonl"
+
+
+def outbox_files(settings: Settings, target_path: Path) -> tuple[Path, list[Path]]:
+    """The outbox directory of a project's target, and the files `dbt-oml flush` sends.
+
+    `*.rejected.jsonl` (events the server refused for good) stay where they are.
+    """
+    outbox = settings.outbox_dir or target_path / STATE_DIR / "outbox"
+    files = sorted(outbox.glob("*.jsonl")) if outbox.is_dir() else []
+    return outbox, [f for f in files if not f.name.endswith(REJECTED_SUFFIX)]
+
+
 def replay(settings: Settings, files: Sequence[Path], *, target_path: Path) -> Report:
     """`dbt-oml replay FILE...` / `dbt-oml flush`: send kept events again.
 

@@ -11,6 +11,7 @@ import pytest
 
 from dbt_oml import cli
 from dbt_oml.cli import ExitCode, main
+from dbt_oml.delivery import to_dict
 from tests.conftest import MINI, PROJECT
 
 
@@ -170,3 +171,55 @@ def test_a_bug_before_dbt_ran_is_exit_5(
 
     monkeypatch.setattr(pipeline, "build", build)
     assert main(["build"]) == ExitCode.BUG
+
+
+# -- flush and replay find the project's outbox from anywhere ----------------------------------
+
+
+def _outbox_project(tmp_path: Path, target: str = "target") -> tuple[Path, list[dict]]:
+    from tests.conftest import copy_project
+    from tests.unit.test_delivery import _events
+
+    events = [to_dict(e) for e in _events(MINI)]
+    proj = copy_project(tmp_path / "project")
+    outbox = proj / target / "dbt_oml" / "outbox"
+    outbox.mkdir(parents=True)
+    lines = "".join(json.dumps(e) + "\n" for e in events)
+    (outbox / "inv.jsonl").write_text(lines)
+    (outbox / "inv.rejected.jsonl").write_text(lines[: lines.index("\n") + 1])
+    return proj, events
+
+
+@pytest.mark.parametrize("target", ["target", "custom-target"])
+def test_flush_from_another_directory_honours_the_project_options(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    target: str,
+) -> None:
+    proj, events = _outbox_project(tmp_path, target)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    flags = ["--project-dir", str(proj), "--profiles-dir", str(proj)]
+    if target != "target":
+        flags += ["--target-path", target]
+    assert main(["flush", *flags]) == ExitCode.SUCCESS, capsys.readouterr().err
+    sent = (proj / target / "openlineage" / "events.jsonl").read_text().splitlines()
+    assert len(sent) == len(events)
+    outbox = proj / target / "dbt_oml" / "outbox"
+    assert sorted(p.name for p in outbox.iterdir()) == ["inv.rejected.jsonl"]
+    assert f"{len(events)} events, {len(events)} delivered" in capsys.readouterr().err
+
+
+def test_replay_sends_rejected_events_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proj, _ = _outbox_project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    rejected = proj / "target" / "dbt_oml" / "outbox" / "inv.rejected.jsonl"
+    assert main(["replay", str(rejected), "--project-dir", str(proj)]) == ExitCode.SUCCESS
+    sent = (proj / "target" / "openlineage" / "events.jsonl").read_text().splitlines()
+    assert len(sent) == 1
+    assert not rejected.exists()
+    assert "1 events, 1 delivered" in capsys.readouterr().err
