@@ -187,3 +187,18 @@ def authorize(principal: Principal, operations: list[str], resource: str) -> Non
 def authorize_admin(principal: Principal) -> None:
     if not principal.admin:
         raise OMError(403, f"{_prefix(principal)} is not admin", rule="not-admin")
+
+
+#: DefaultAuthorizer.authorizeRequests: the 403 of endpoints that accept ANY of several rights.
+ANY_DENIED = "User does not have ANY of the required permissions."
+
+
+def authorize_any(principal: Principal, checks: list[tuple[str, str]]) -> None:
+    """Raise OM's ANY-logic 403 unless one (operation, resource type) pair is allowed (ref §9.8)."""
+    for operation, resource in checks:
+        try:
+            authorize(principal, [operation], resource)
+        except OMError:
+            continue
+        return
+    raise OMError(403, ANY_DENIED, rule="forbidden-any")

@@ -1,9 +1,12 @@
-"""The entity kinds the OM stand-in serves and how OM stores a PUT (ref §3, §9.4)."""
+"""The entity kinds the OM stand-in serves and how OM stores a PUT (ref §3, §9)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+#: The derived bundles (ref §9 bodies); the verbatim files next to them do not resolve alone.
+DERIVED = "derived-from-openapi-1.13/api/"
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,29 @@ KINDS: dict[str, Kind] = {
         Kind(
             "container", "containers", "api/data/createContainer.json", "service", "storageService"
         ),
+        # ref §9: classifications, tags, people, data quality (om_catalog, om_quality)
+        Kind(
+            "classification",
+            "classifications",
+            DERIVED + "classification/createClassification.json",
+        ),
+        Kind(
+            "tag",
+            "tags",
+            DERIVED + "classification/createTag.json",
+            "classification",
+            "classification",
+        ),
+        Kind("glossaryTerm", "glossaryTerms", None),
+        Kind("user", "users", None),
+        Kind("team", "teams", None),
+        Kind(
+            "testDefinition",
+            "dataQuality/testDefinitions",
+            DERIVED + "tests/createTestDefinition.json",
+        ),
+        Kind("testSuite", "dataQuality/testSuites", DERIVED + "tests/createTestSuite.json"),
+        Kind("testCase", "dataQuality/testCases", DERIVED + "tests/createTestCase.json"),
     )
 }
 BY_ENTITY = {k.entity: k for k in KINDS.values()}

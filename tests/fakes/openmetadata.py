@@ -23,12 +23,17 @@ What it enforces:
   (ref §9.4); null fields are left out of answers.
 - Lineage (ref §3.5, §3.6): PUT /lineage by ids, GET /lineage/table/name/{fqn} and
   /lineage/getLineageEdge/{fromId}/{toId}.
+- dbt metadata (ref §9, checklist D1-D14): people, owners, classifications and tags, data
+  models and PATCH in om_catalog; test definitions, suites, cases and results in om_quality. A
+  table read returns `tags`, `owners`, `dataModel`... (and column tags) only when `fields` asks.
 
 Scripting: `with_bot`, `with_admin`, `add_token`, `add_user` (+ `passwords`, `admins`),
+`add_person` / `add_team` / `add_glossary_term` (D1),
 `fail_next` (statuses), `hold` (stall a request), `fail_events` / `fail_edges` (make OM's mapper
 or an edge write throw), `seed`. State: `entities`, `edges`, `settings`, `requests` (each with
 `status`, `principal`, `violation` = the rule that refused it), `audit` ((principal, method,
-FQN, created|updated|unchanged|conflict|denied) per entity write).
+FQN, created|updated|unchanged|conflict|denied|dataModel) per write; PATCH and `auto` (the
+basic suite OM makes) as their method), `test_case_results`; `dump()` gives all of it (D14).
 
 Modules: om_auth (principals, roles, 403s), om_rules (bodies, 400s), om_lineage (resolver,
 mapper, answers), om_entities (kinds, PUT rules), om_http (plumbing, `serve`).
@@ -50,6 +55,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
+from tests.fakes import om_catalog, om_quality
 from tests.fakes.om_auth import (
     OMError,
     Principal,
@@ -103,6 +109,7 @@ class Request:
     principal: str | None = None
     violation: str | None = None
     violation_detail: str | None = None
+    warning: str | None = None  # what OM would log and ignore (D13)
 
 
 def _default_settings() -> dict[str, Any]:
@@ -136,6 +143,7 @@ class FakeOpenMetadata:
     edges: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
     audit: list[tuple[str, str, str, str]] = field(default_factory=list)
+    test_case_results: list[dict[str, Any]] = field(default_factory=list)
     faults: list[tuple[int, str]] = field(default_factory=list)
     validate_schemas: bool = True
     schemas_dir: Path = SCHEMAS
@@ -149,6 +157,7 @@ class FakeOpenMetadata:
         if self.version not in ("2.0", "1.12"):
             raise ValueError(f"version must be '2.0' or '1.12', not {self.version!r}")
         self._schemas = Schemas(self.schemas_dir, self.version)
+        om_catalog.seed_defaults(self)
 
     # -- scripting --------------------------------------------------------------------------
 
@@ -168,6 +177,7 @@ class FakeOpenMetadata:
 
     def add_token(self, token: str, principal: Principal) -> None:
         self.principals[token] = principal
+        om_catalog.add_person(self, principal.name, bot=principal.bot)  # D1: one per principal
 
     def add_user(
         self,
@@ -180,6 +190,7 @@ class FakeOpenMetadata:
         """A user who logs in with /users/login (a person: not a bot)."""
         user = Principal(email.split("@")[0], roles=roles, admin=admin, bot=False)
         self.passwords[email], self.users[email] = password, user
+        om_catalog.add_person(self, user.name, email)
         if admin:
             self.admins.add(email)
         return user
@@ -209,14 +220,52 @@ class FakeOpenMetadata:
         """`addLineage` throws for (from FQN, to FQN) pairs where `fails` is true (ref §1.5)."""
         self._fail_edges = fails
 
-    def seed(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    def seed(
+        self, kind: str, body: dict[str, Any], fqn: str | None = None, *, check: bool = True
+    ) -> dict[str, Any]:
         """Create an entity directly, as OM's own connectors would have ingested it."""
         spec = BY_ENTITY[kind]
-        self._check_entity(spec, body)
-        return self._create(spec, body, Principal("ingestion"))
+        if check:
+            self._check_entity(spec, body)
+        return self._create(spec, body, Principal("ingestion"), fqn=fqn)
+
+    def add_person(self, name: str, email: str | None = None) -> dict[str, Any]:
+        """A user who can own entities (D1)."""
+        return om_catalog.add_person(self, name, email, bot=False)
+
+    def add_team(
+        self, name: str, *, team_type: str = "Group", email: str | None = None
+    ) -> dict[str, Any]:
+        """A team (D1); only `Group` teams may own entities."""
+        return om_catalog.add_team(self, name, team_type=team_type, email=email)
+
+    def add_glossary_term(self, fqn: str) -> dict[str, Any]:
+        return om_catalog.add_glossary_term(self, fqn)
 
     def entity(self, kind: str, fqn: str) -> dict[str, Any] | None:
         return self.entities[kind].get(fqn)
+
+    def by_id(self, kind: str, entity_id: str) -> dict[str, Any] | None:
+        return self._by_id(kind, entity_id)
+
+    def results_of(self, case_fqn: str) -> list[dict[str, Any]]:
+        """The results a test case holds, oldest first."""
+        found = [r for r in self.test_case_results if r["testCaseFQN"] == case_fqn]
+        return sorted(found, key=lambda r: r["timestamp"])
+
+    def dump(self) -> dict[str, Any]:
+        """Everything the stand-in holds (D14), as JSON."""
+        return copy.deepcopy(
+            {
+                "entities": self.entities,
+                "edges": [
+                    {"fromEntity": a, "toEntity": b, "lineageDetails": d}
+                    for (a, b), d in self.edges.items()
+                ],
+                "audit": [list(entry) for entry in self.audit],
+                "testCaseResults": self.test_case_results,
+            }
+        )
 
     def count(self, method: str | None = None, prefix: str = "") -> int:
         return sum(
@@ -288,6 +337,10 @@ class FakeOpenMetadata:
         if rest.startswith("lineage/table/name/") and method == "GET":
             fqn = rest[len("lineage/table/name/") :]
             return 200, self._read_lineage(principal, fqn, call.request.query), []
+        for handler in (om_catalog.route, om_quality.route):
+            answer = handler(self, call, principal)
+            if answer is not None:
+                return answer
         for collection, kind in KINDS.items():
             if rest == collection and method == "GET":
                 authorize(principal, ["ViewAll"], kind.entity)
@@ -559,15 +612,32 @@ class FakeOpenMetadata:
         body = call.json()
         self._check_entity(kind, body)  # 400 (bean validation, column rules) and parent 404
         fqn = self._fqn(kind, body)
+
+        def rights(new: bool) -> None:
+            authorize(principal, ["Create" if new else "EditAll"], kind.entity)
+
+        return self.store(kind, method, body, principal, fqn=fqn, rights=rights)
+
+    def store(
+        self,
+        kind: Kind,
+        method: str,
+        body: dict[str, Any],
+        principal: Principal,
+        *,
+        fqn: str,
+        rights: Callable[[bool], None],
+    ) -> Answer:
+        """POST (201, or 409) or PUT (201 or 200) an entity whose body was checked; `rights(new)`
+        raises OM's 403 (new: a create)."""
         existing = self.entities[kind.entity].get(fqn)
-        operation = "Create" if existing is None or method == "POST" else "EditAll"
         try:
-            authorize(principal, [operation], kind.entity)
+            rights(existing is None or method == "POST")
         except OMError:
             self.audit.append((principal.name, method, fqn, "denied"))
             raise
         if existing is None:
-            created = self._create(kind, body, principal)
+            created = self._create(kind, body, principal, fqn=fqn)
             self.audit.append((principal.name, method, fqn, "created"))
             headers = [("Location", f"/api/v1/{kind.collection}/{created['id']}")]
             if method == "PUT":
@@ -593,6 +663,10 @@ class FakeOpenMetadata:
             if not isinstance(body.get("columns"), list):
                 raise OMError(400, "[query param columns must not be null]", rule="required")
             check_columns(body["columns"])
+            om_catalog.check_table_labels(self, body)  # D3
+
+    def check_body(self, relative: str | None, body: Any) -> None:
+        self._check_body(relative, body)
 
     def _check_body(self, relative: str | None, body: Any) -> None:
         if self.validate_schemas:
@@ -602,8 +676,10 @@ class FakeOpenMetadata:
         assert self._schemas is not None
         return self._schemas
 
-    def _create(self, kind: Kind, body: dict[str, Any], principal: Principal) -> dict[str, Any]:
-        fqn = self._fqn(kind, body)
+    def _create(
+        self, kind: Kind, body: dict[str, Any], principal: Principal, fqn: str | None = None
+    ) -> dict[str, Any]:
+        fqn = fqn or self._fqn(kind, body)
         entity = {
             **copy.deepcopy(body),
             "id": str(uuid.uuid4()),
@@ -675,14 +751,24 @@ class FakeOpenMetadata:
             return f"{match['fullyQualifiedName']}.{quote(name)}"
         return f"{parent_fqn}.{quote(name)}"
 
+    def create_entity(
+        self, kind: str, body: dict[str, Any], principal: Principal, *, fqn: str
+    ) -> dict[str, Any]:
+        return self._create(BY_ENTITY[kind], body, principal, fqn=fqn)
+
     def _view(self, kind: Kind, entity: dict[str, Any], query: dict[str, str]) -> dict[str, Any]:
         fields = [f.strip() for f in query.get("fields", "").split(",") if f.strip()]
         if kind.entity == "table":
             bad = next((f for f in fields if f not in TABLE_FIELDS), None)
             if bad is not None:
                 raise OMError(400, f"Invalid field name {bad}", rule="fields")
-            if "columns" not in fields:
-                return {k: v for k, v in entity.items() if k != "columns"}
+            # OM sets a field only when asked for it: columns, tags (column tags too), owners...
+            view = {k: v for k, v in entity.items() if k not in TABLE_FIELDS or k in fields}
+            if "columns" in view and "tags" not in fields:
+                view["columns"] = [
+                    {k: v for k, v in c.items() if k != "tags"} for c in view["columns"]
+                ]
+            return view
         return entity
 
     def _list(self, kind: Kind, query: dict[str, str]) -> dict[str, Any]:
