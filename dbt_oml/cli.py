@@ -192,55 +192,40 @@ def _emit(settings: Any, rest: list[str], cwd: Path) -> Any:
 
 
 def _relay(settings: Any, rest: list[str]) -> int:
-    from dbt_oml.relay import Relay, run_relay
-    from dbt_oml.transports.jetstream import JetStreamConfig
-    from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
+    from dbt_oml.config import relay_ends
+    from dbt_oml.relay import relay_from, run_relay
+    from dbt_oml.transports.jetstream import NatsUnavailableError
 
     command = click.Command(
         "relay",
         params=[
             click.Option(["--once"], is_flag=True),
-            click.Option(["--batch"], type=int),
+            click.Option(["--batch"], type=click.IntRange(min=1)),
             click.Option(["--durable"]),
         ],
         add_help_option=False,
     )
     opts = _parse(command, rest)
-    cfg = dict(settings.relay)
-    source = cfg.get("jetstream")
-    if source is None and settings.transport and settings.transport.get("type") == "jetstream":
-        source = settings.transport
-    target = cfg.get("openmetadata") or settings.om_transport
-    if target is None and settings.transport and settings.transport.get("type") == "openmetadata":
-        target = settings.transport
-    if source is None or target is None:
-        raise ConfigError(
-            key="relay",
-            source="dbt-oml.yml",
-            reason="needs relay.jetstream (or a jetstream transport) and "
-            "relay.openmetadata (or OM_HOST)",
-        )
-    om_config = {k: v for k, v in dict(target).items() if k != "type"}
-    om_config.setdefault("outbox_dir", str(settings.outbox_dir or "dbt-oml-outbox"))
-    relay = Relay(
-        source=JetStreamConfig.from_dict(dict(source)),
-        om=OpenMetadataTransport(OpenMetadataConfig.from_dict(om_config)),
-        durable=opts["durable"] or cfg.get("durable", "dbt-oml-relay"),
-        batch=opts["batch"] or int(cfg.get("batch", 100)),
-        dead_letter_subject=cfg.get("dead_letter_subject"),
-        ack_wait=float(cfg.get("ack_wait", 30.0)),
-        fetch_timeout=float(cfg.get("fetch_timeout", 2.0)),
+    relay = relay_from(
+        relay_ends(settings), settings.relay, batch=opts["batch"], durable=opts["durable"]
     )
-    report = run_relay(relay, once=opts["once"])
-    click.echo(
-        f"dbt-oml relay: received {report.received}, delivered {report.delivered}, "
-        f"retried {report.retried}, dead-lettered {report.dead_lettered}",
-        err=True,
-    )
-    if report.retried and opts["once"]:
-        click.echo(
-            f"dbt-oml relay: OpenMetadata did not take everything: {report.last_error}", err=True
+    try:
+        report = run_relay(relay, once=opts["once"])
+    except NatsUnavailableError as e:
+        say(
+            f"dbt-oml relay: NATS {e.server}: {e.cause}; unacked messages stay in the stream, "
+            "run again when NATS is reachable"
         )
+        return ExitCode.DELIVERY_FAILED
+    if report.received or report.batches:
+        say(
+            f"dbt-oml relay: received {report.received}, delivered {report.delivered}, "
+            f"retried {report.retried}, dead-lettered {report.dead_lettered}"
+        )
+    elif opts["once"]:
+        say(f"dbt-oml relay: nothing to relay on {relay.source.subject!r}")
+    if report.retried and opts["once"] and not report.stopped:
+        say(f"dbt-oml relay: OpenMetadata did not take everything: {report.last_error}")
         return ExitCode.DELIVERY_FAILED
     return ExitCode.SUCCESS
 

@@ -150,21 +150,51 @@ def _transport(value: object, key: str, source: str) -> Mapping[str, Any]:
     return dict(value)
 
 
+#: `relay:` keys that are numbers, with their type (each must be above zero).
+_RELAY_NUMBERS: Mapping[str, type[int] | type[float]] = {
+    "batch": int,
+    "ack_wait": float,
+    "fetch_timeout": float,
+}
+_RELAY_KEYS = frozenset({"jetstream", "openmetadata", "durable", "dead_letter_subject"})
+
+
 def _relay(value: object, key: str, source: str) -> Mapping[str, Any]:
-    allowed = {
-        "jetstream",
-        "openmetadata",
-        "durable",
-        "batch",
-        "dead_letter_subject",
-        "ack_wait",
-        "fetch_timeout",
-    }
-    if not isinstance(value, Mapping) or set(value) - allowed:
+    allowed = sorted(_RELAY_KEYS | set(_RELAY_NUMBERS))
+    if not isinstance(value, Mapping):
         raise ConfigError(
-            key=key, source=source, reason="must be a mapping of " + ", ".join(sorted(allowed))
+            key=key, source=source, reason="must be a mapping of " + ", ".join(allowed)
         )
-    return dict(value)
+    unknown = sorted(set(map(str, value)) - set(allowed))
+    if unknown:
+        raise ConfigError(
+            key=f"{key}.{unknown[0]}",
+            source=source,
+            reason="unknown setting",
+            hint="valid settings: " + ", ".join(allowed),
+        )
+    out = dict(value)
+    for name in ("jetstream", "openmetadata"):
+        if name in out and not isinstance(out[name], Mapping):
+            raise ConfigError(
+                key=f"{key}.{name}", source=source, reason="must be a mapping of transport settings"
+            )
+    for name in ("durable", "dead_letter_subject"):
+        if name in out:
+            out[name] = _str(out[name], f"{key}.{name}", source)
+    for name, kind in _RELAY_NUMBERS.items():
+        if name not in out:
+            continue
+        try:
+            number = kind(out[name])
+        except (TypeError, ValueError):
+            number = 0
+        if number <= 0:
+            raise ConfigError(
+                key=f"{key}.{name}", source=source, reason=f"{out[name]!r} is not a number above 0"
+            )
+        out[name] = number
+    return out
 
 
 Parser = Callable[[object, str, str], Any]
@@ -386,4 +416,142 @@ def load_settings(
         om_transport=om_transport,
         orchestrator=orchestrator(environ),
         secrets=secret_values(environ, values.get("transport"), values.get("relay"), om_transport),
+    )
+
+
+# -- where `dbt-oml relay` reads and writes ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Sourced:
+    """A transport configuration and where it was read (error messages name the real place)."""
+
+    config: Mapping[str, Any]
+    """The transport's settings (`type` included)."""
+    source: str
+    """Where they came from: a file and key, or the environment variables."""
+
+
+@dataclass(frozen=True, slots=True)
+class RelayEnds:
+    """What `dbt-oml relay` reads (a JetStream stream) and where it writes (OpenMetadata)."""
+
+    jetstream: Sourced
+    openmetadata: Sourced
+
+
+def find_transport(config: Mapping[str, Any] | None, kind: str) -> Mapping[str, Any] | None:
+    """`config` when it is a transport of this kind, or the one of this kind in a composite.
+
+    >>> find_transport({"type": "composite", "transports": {"a": {"type": "jetstream"}}},
+    ...                "jetstream")
+    {'type': 'jetstream'}
+    """
+    if not isinstance(config, Mapping):
+        return None
+    kind_type = str(config.get("type") or "")
+    if kind_type == kind or kind_type.endswith(f".{kind}.{_KIND_CLASSES.get(kind, '')}"):
+        return config
+    if kind_type == "composite":
+        members = config.get("transports") or {}
+        for member in members.values() if isinstance(members, Mapping) else members:
+            found = find_transport(member, kind)
+            if found is not None:
+                return found
+    return None
+
+
+#: Class names of our kinds, for `type: dbt_oml.transports.<kind>.<Class>`.
+_KIND_CLASSES: Final = {
+    "jetstream": "JetStreamTransport",
+    "openmetadata": "OpenMetadataTransport",
+}
+_OL_ENV_SOURCE: Final = "OPENLINEAGE__TRANSPORT__* variables"
+
+
+def openlineage_transport() -> Sourced | None:
+    """The transport openlineage-python configures for itself, and where it found it.
+
+    Found as `OpenLineageClient` finds it (its own lookup, reused): the file named by
+    OPENLINEAGE_CONFIG, else ./openlineage.yml, else ~/.openlineage/openlineage.yml, merged over
+    the OPENLINEAGE__* variables (the file wins). Reads the process environment, as the client does.
+
+    Raises:
+        ConfigError: the file is not valid YAML.
+    """
+    from openlineage.client.client import OpenLineageClient
+    from openlineage.client.utils import deep_merge_dicts
+
+    path = OpenLineageClient._find_yaml_config_path()
+    from_file = _read_file(Path(path)) if path else {}
+    from_env = OpenLineageClient._load_config_from_env_variables() or {}
+    transport = deep_merge_dicts(from_env, from_file).get("transport")
+    if not isinstance(transport, Mapping) or not transport.get("type"):
+        return None
+    sources = [f"{path} transport:"] if isinstance(from_file.get("transport"), Mapping) else []
+    if isinstance(from_env.get("transport"), Mapping):
+        sources.append(_OL_ENV_SOURCE)
+    return Sourced(config=dict(transport), source=" + ".join(sources))
+
+
+def _producer_transport(settings: Settings) -> Sourced | None:
+    """The transport `dbt-oml build` sends with (dbt-oml's config wins over openlineage's)."""
+    if settings.transport is not None:
+        where = f"{settings.config_file} transport:" if settings.config_file else "OM_* variables"
+        return Sourced(config=settings.transport, source=where)
+    return openlineage_transport() if settings.openlineage_configured else None
+
+
+def _relay_source(settings: Settings) -> str:
+    return f"{settings.config_file} relay:" if settings.config_file else "no dbt-oml.yml"
+
+
+def relay_ends(settings: Settings) -> RelayEnds:
+    """Where the relay reads: `relay.jetstream`, else the producer's own jetstream transport
+    (dbt-oml.yml `transport:`, openlineage.yml, OPENLINEAGE__TRANSPORT__*), so the NATS settings
+    are written once. Where it writes: `relay.openmetadata`, else OM_HOST and friends, else an
+    openmetadata transport.
+
+    Raises:
+        ConfigError: either end is missing; names the places that were looked at.
+    """
+    relay = settings.relay
+    producer = _producer_transport(settings)
+    jetstream = find_transport(producer.config if producer else None, "jetstream")
+    if "jetstream" in relay:
+        source = Sourced(config=relay["jetstream"], source=f"{_relay_source(settings)} jetstream")
+    elif producer is not None and jetstream is not None:
+        source = Sourced(config=jetstream, source=producer.source)
+    else:
+        found = (
+            f"the producer's transport is {producer.config.get('type')!r} ({producer.source})"
+            if producer
+            else "no transport is configured (dbt-oml.yml, openlineage.yml, OPENLINEAGE__*)"
+        )
+        raise ConfigError(
+            key="relay.jetstream",
+            source=_relay_source(settings),
+            reason=f"nothing to read from: {found}",
+            hint="set a jetstream transport where dbt-oml build reads it "
+            "(OPENLINEAGE__TRANSPORT__TYPE=jetstream, openlineage.yml or dbt-oml.yml), "
+            "or relay.jetstream in dbt-oml.yml",
+        )
+    return RelayEnds(jetstream=source, openmetadata=_relay_target(settings, producer))
+
+
+def _relay_target(settings: Settings, producer: Sourced | None) -> Sourced:
+    if "openmetadata" in settings.relay:
+        where = f"{_relay_source(settings)} openmetadata"
+        return Sourced(config=settings.relay["openmetadata"], source=where)
+    if settings.om_transport is not None:
+        return Sourced(config=settings.om_transport, source="OM_* variables")
+    om = find_transport(producer.config if producer else None, "openmetadata")
+    if producer is not None and om is not None:
+        return Sourced(config=om, source=producer.source)
+    raise ConfigError(
+        key="relay.openmetadata",
+        source=_relay_source(settings),
+        reason="nowhere to write: no OpenMetadata is configured",
+        hint="set OM_HOST (and OM_JWT_TOKEN or OM_JWT_TOKEN_FILE), or relay.openmetadata "
+        "in dbt-oml.yml",
     )

@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
+import re
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -16,7 +19,14 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import RUN_STG_ORDERS, clean_env, copy_project, free_port, run_cli
+from tests.conftest import (
+    RUN_STG_ORDERS,
+    clean_env,
+    copy_project,
+    free_port,
+    run_cli,
+    run_plain_dbt,
+)
 from tests.fakes.openmetadata import FakeOpenMetadata, serve
 
 pytestmark = [pytest.mark.integration, pytest.mark.nats]
@@ -109,19 +119,70 @@ def test_the_same_run_published_twice_is_stored_once(
     assert info.state.messages == 2
 
 
-def test_unreachable_server_keeps_everything(tmp_path: Path) -> None:
+def test_unreachable_server_keeps_everything_and_says_why_in_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
     from dbt_oml.transports.jetstream import JetStreamConfig, JetStreamTransport
 
+    port = free_port()
     config = {
-        "servers": [f"nats://127.0.0.1:{free_port()}"],
+        "servers": [f"nats://etl:s3cr3t@127.0.0.1:{port}"],
         "connect_timeout": 0.5,
         "outbox_dir": str(tmp_path),
     }
-    t = JetStreamTransport(JetStreamConfig.from_dict(config))
-    for i in range(3):
-        t.emit(_event(f"01a22a97-c811-7ab0-b0d7-9405142301{i:02d}"))
-    assert t.close() is False
-    assert len((tmp_path / "jetstream.jsonl").read_text().splitlines()) == 3
+    with caplog.at_level(logging.DEBUG):
+        t = JetStreamTransport(JetStreamConfig.from_dict(config))
+        for i in range(3):
+            t.emit(_event(f"01a22a97-c811-7ab0-b0d7-9405142301{i:02d}"))
+        assert t.close() is False
+    reason = f"delivery to NATS nats://***@127.0.0.1:{port} failed: connection refused"
+    assert t.problems == [reason]
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []  # nats-py's too
+    assert "s3cr3t" not in caplog.text
+    assert "Traceback" not in capfd.readouterr().err
+    outbox = tmp_path / "jetstream.jsonl"
+    assert len(outbox.read_text().splitlines()) == 3
+    assert stat.S_IMODE(outbox.stat().st_mode) == 0o600
+    [line] = (tmp_path / "jetstream.reasons.log").read_text().splitlines()
+    assert line.endswith(f" 3 event(s): {reason}")
+
+
+@pytest.mark.parametrize("mode", ["wrapper", "plugin"])
+def test_unreachable_nats_in_a_dbt_run_is_one_line(tmp_path: Path, mode: str) -> None:
+    proj = copy_project(tmp_path / "p")
+    port = free_port()
+    env = {
+        "OPENLINEAGE__TRANSPORT__TYPE": "jetstream",
+        "OPENLINEAGE__TRANSPORT__SERVERS": f"nats://etl:s3cr3t@127.0.0.1:{port}",
+    }
+    if mode == "plugin":
+        run = run_plain_dbt(RUN_STG_ORDERS[:5], cwd=proj, env=env | {"DBT_OML_PLUGIN": "1"})
+    else:
+        run = run_cli(RUN_STG_ORDERS, cwd=proj, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    output = run.stdout + run.stderr
+    assert "Traceback" not in output
+    assert "s3cr3t" not in output
+    refused = [line for line in output.splitlines() if "connection refused" in line]
+    assert len(refused) == 1, output[-3000:]
+    assert f"NATS nats://***@127.0.0.1:{port}" in refused[0]
+
+
+def test_build_then_emit_of_the_same_run_is_stored_once(
+    stream: dict[str, Any], tmp_path: Path
+) -> None:
+    """The events of one run are the same from `build` and from `emit`: the dedupe ids match."""
+    proj = copy_project(tmp_path / "p")
+    (proj / "dbt-oml.yml").write_text(json.dumps({"transport": {"type": "jetstream", **stream}}))
+    built = run_cli(["build", "--profiles-dir", "."], cwd=proj)
+    assert built.returncode == 0, built.stderr[-3000:]
+    stored = asyncio.run(_stream_info(stream["servers"][0], stream["stream"])).state.messages
+    emitted = run_cli(["emit", "--profiles-dir", "."], cwd=proj)
+    assert emitted.returncode == 0, emitted.stderr[-3000:]
+    info = asyncio.run(_stream_info(stream["servers"][0], stream["stream"]))
+    sent = [re.search(r"(\d+) events, (\d+) delivered", r.stderr) for r in (built, emitted)]
+    assert [m.groups() for m in sent if m] == [(str(stored), str(stored))] * 2  # 88 at the time
+    assert info.state.messages == stored
 
 
 def _relay_config(proj: Path, stream: dict[str, Any], om_url: str, **extra: Any) -> None:
