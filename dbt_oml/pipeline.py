@@ -246,6 +246,10 @@ def finish(
     """
     settings, report = live.settings, live.report
     builder, delivery, ctx = live.builder, live.delivery, live.context
+    if artifacts is not None and artifacts.run_results is not None:
+        # the end as run_results.json records it, as `dbt-oml emit` reads it: the same run then
+        # always gives the same events (and the same JetStream de-duplication ids)
+        ended_at = artifacts.run_results.generated_at or ended_at
     assert builder is not None
     assert delivery is not None
     assert ctx is not None
