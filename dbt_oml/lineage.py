@@ -19,10 +19,17 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 from sqlglot.generator import Generator
 from sqlglot.optimizer.qualify import qualify
+from sqlglot.optimizer.qualify_columns import qualify_columns
 from sqlglot.optimizer.scope import build_scope
 from sqlglot.schema import MappingSchema
 
 from dbt_oml.errors import LineageError
+from dbt_oml.lineage_resolve import (
+    needs_resolution,
+    resolve_names,
+    survey,
+    unqualify_file_scans,
+)
 from dbt_oml.lineage_types import (
     DIRECT,
     INDIRECT,
@@ -50,7 +57,7 @@ __all__ = [
 ]
 
 #: Bumped whenever answers may change, so cached results are not reused across versions.
-ENGINE_VERSION: Final = "2"
+ENGINE_VERSION: Final = "3"
 
 
 def _schema_case(schema: Mapping[str, object]) -> dict[str, str]:
@@ -161,16 +168,22 @@ def column_lineage(
         )
     original = [p.alias_or_name for p in _projections(statements[0])]
     try:
+        found = survey(statements[0])
         qualified = qualify(
             statements[0],
             schema=schema,
             dialect=dialect,
             catalog=default_catalog,
             db=default_schema,
+            qualify_columns=False,  # below, once DuckDB's own name resolution has been applied
             validate_qualify_columns=False,
             quote_identifiers=False,  # names are normalised already; quoting costs half of qualify
             identify=False,
         )
+        unqualify_file_scans(found)
+        if needs_resolution(found, schema):
+            resolve_names(qualified, schema=schema)
+        qualified = qualify_columns(qualified, schema)
         lowered = sql.lower()
         if "columns(" in lowered:
             _expand_columns(qualified, schema)
@@ -215,6 +228,19 @@ def _restore_case(original: list[str], qualified: list[str], case: Mapping[str, 
 def _freeze(
     inputs: Inputs, case: Mapping[str, str]
 ) -> tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]:
+    def described(
+        source: SourceColumn, transforms: set[Transformation]
+    ) -> tuple[Transformation, ...]:
+        """A field path below the column becomes the description `field column.path`."""
+        return tuple(
+            sorted(
+                t._replace(description=f"field {source.column}.{t.description}")
+                if t.description
+                else t
+                for t in transforms
+            )
+        )
+
     def spelled(source: SourceColumn) -> SourceColumn:
         if source.catalog == "file":
             return SourceColumn(
@@ -227,7 +253,7 @@ def _freeze(
             )
         )
 
-    return tuple(sorted((spelled(s), tuple(sorted(t))) for s, t in inputs.items()))
+    return tuple(sorted((spelled(s), described(spelled(s), t)) for s, t in inputs.items()))
 
 
 def _first_line(error: Exception) -> str:

@@ -30,11 +30,16 @@ class SourceColumn(NamedTuple):
 
 
 class Transformation(NamedTuple):
-    """OpenLineage ColumnLineageDatasetFacet 1-2-0 transformation of one input field."""
+    """OpenLineage ColumnLineageDatasetFacet 1-2-0 transformation of one input field.
+
+    `description` names the struct field or JSON path extracted from the input column, if any
+    (`_meta.params.fixture`); while a model is walked it holds the path below the column only.
+    """
 
     type: str
     subtype: str
     masking: bool = False
+    description: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,16 +76,20 @@ def compose(outer: Transformation, inner: Transformation) -> Transformation:
     """The transformation of an input seen through two hops (outer applied to inner).
 
     >>> compose(Transformation("DIRECT", "IDENTITY"), Transformation("DIRECT", "AGGREGATION"))
-    Transformation(type='DIRECT', subtype='AGGREGATION', masking=False)
+    Transformation(type='DIRECT', subtype='AGGREGATION', masking=False, description='')
     >>> compose(Transformation("INDIRECT", "FILTER"), Transformation("DIRECT", "IDENTITY")).subtype
     'FILTER'
+    >>> compose(Transformation(DIRECT, "TRANSFORMATION", description="fixture"),
+    ...         Transformation(DIRECT, "TRANSFORMATION", description="params")).description
+    'params.fixture'
     """
     masking = outer.masking or inner.masking
+    path = ".".join(p for p in (inner.description, outer.description) if p)
     if outer.type == INDIRECT:
-        return Transformation(INDIRECT, outer.subtype, masking)
+        return Transformation(INDIRECT, outer.subtype, masking, path)
     if inner.type == INDIRECT:
-        return Transformation(INDIRECT, inner.subtype, masking)
+        return Transformation(INDIRECT, inner.subtype, masking, path)
     for subtype in ("AGGREGATION", "TRANSFORMATION"):
         if subtype in (outer.subtype, inner.subtype):
-            return Transformation(DIRECT, subtype, masking)
-    return Transformation(DIRECT, "IDENTITY", masking)
+            return Transformation(DIRECT, subtype, masking, path)
+    return Transformation(DIRECT, "IDENTITY", masking, path)

@@ -45,16 +45,17 @@ def _hash_name(node: exp.Expr) -> str:
 def _context(column: exp.Expr, root: exp.Expr) -> Transformation:
     """How the value of `column` reaches the value of `root` (a projection)."""
     subtype, kind, masking = None, DIRECT, False
+    path = ".".join(_field_path(column))
     child, node = column, column.parent
     while node is not None and child is not root:
         if isinstance(node, exp.Window) and child is not node.this:
-            return Transformation(INDIRECT, "WINDOW", masking)
+            return Transformation(INDIRECT, "WINDOW", masking, path)
         if isinstance(node, exp.Filter) and child is node.expression:
-            return Transformation(INDIRECT, "FILTER", masking)
+            return Transformation(INDIRECT, "FILTER", masking, path)
         if isinstance(node, exp.If) and child is node.this:
-            return Transformation(INDIRECT, "CONDITIONAL", masking)
+            return Transformation(INDIRECT, "CONDITIONAL", masking, path)
         if isinstance(node, exp.Case) and child is node.this:
-            return Transformation(INDIRECT, "CONDITIONAL", masking)
+            return Transformation(INDIRECT, "CONDITIONAL", masking, path)
         if isinstance(node, exp.AggFunc):
             subtype = "AGGREGATION"
         if _hash_name(node) in _HASHES or isinstance(node, exp.MD5 | exp.SHA | exp.SHA2):
@@ -63,7 +64,45 @@ def _context(column: exp.Expr, root: exp.Expr) -> Transformation:
     if subtype is None:
         bare = root.this if isinstance(root, exp.Alias) else root
         subtype = "IDENTITY" if bare is column else "TRANSFORMATION"
-    return Transformation(kind, subtype, masking)
+    return Transformation(kind, subtype, masking, path)
+
+
+def _field_path(column: exp.Expr) -> list[str]:
+    """The struct fields / JSON keys extracted right above a column: `_meta.params.fixture`,
+    `_meta['params']`, `struct_extract(_meta, 'params')`, `j->'$.a.b'`, `j->>'a'`."""
+    parts: list[str] = []
+    child, node = column, column.parent
+    while node is not None and child is node.this:
+        if isinstance(node, exp.Dot):
+            parts.append(node.name)
+        elif isinstance(node, exp.Bracket | exp.StructExtract):
+            keys = node.expressions if isinstance(node, exp.Bracket) else [node.expression]
+            if len(keys) != 1 or not (isinstance(keys[0], exp.Literal) and keys[0].is_string):
+                break
+            parts.append(keys[0].name)
+        elif isinstance(node, exp.JSONExtract | exp.JSONExtractScalar):
+            json_keys = _json_keys(node.expression)
+            if json_keys is None:
+                break
+            parts += json_keys
+        elif not isinstance(node, exp.Explode):
+            break
+        child, node = node, node.parent
+    return parts
+
+
+def _json_keys(path: exp.Expr | None) -> list[str] | None:
+    if not isinstance(path, exp.JSONPath):
+        return None
+    keys: list[str] = []
+    for part in path.expressions:
+        if isinstance(part, exp.JSONPathKey) and isinstance(part.this, str):
+            keys.append(part.this)
+        elif isinstance(part, exp.JSONPathSubscript):
+            keys.append(f"[{part.this}]")
+        elif not isinstance(part, exp.JSONPathRoot):
+            return None
+    return keys
 
 
 def _own_columns(node: exp.Expr, select: exp.Expr) -> Iterator[exp.Column]:

@@ -37,11 +37,15 @@ def test_without_catalog_upstream_outputs_and_seed_headers_are_used(mini_target:
         dialect="duckdb",
         seed_headers={"seed.jaffle_oml.country_codes": ("code", "country_name", "region")},
     )
-    # stg_customers selects * from a source whose YAML declares one column: it is opaque, and so
-    # is core_customers, which reads it through a CTE star; stg_country_codes expands the seed
-    # header and keeps its lineage.
+    # stg_customers selects * from a source whose YAML declares one column: it is opaque. So its
+    # columns are unknown, and core_customers, which reads it through a CTE star with qualified
+    # names only, learns them from what it reads; stg_country_codes expands the seed header.
     assert "model.jaffle_oml.stg_customers" in report.opaque
-    assert "model.jaffle_oml.core_customers" in report.opaque
+    core = report.models["model.jaffle_oml.core_customers"].by_output()
+    assert {(s.table, s.column) for s, _ in core["full_name"].inputs} == {
+        ("stg_customers", "first_name"),
+        ("stg_customers", "last_name"),
+    }
     codes = report.models["model.jaffle_oml.stg_country_codes"].by_output()
     assert set(codes) == {"code", "country_name", "region"}
 

@@ -1,4 +1,5 @@
-"""The 51 hand-checked DuckDB column-lineage cases (copied from ../shared/lineage-cases/)."""
+"""The 51 hand-checked DuckDB column-lineage cases (copied from ../shared/lineage-cases/), and the
+repo's own cases in the same format (lineage_cases_nested.json: nested data, unknown columns)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ import pytest
 from dbt_oml.errors import LineageError
 from dbt_oml.lineage import ModelLineage, build_schema, column_lineage, schema_case
 
-CASES = json.loads((Path(__file__).parent.parent / "fixtures" / "lineage_cases.json").read_text())[
-    "cases"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+CASES = [
+    case
+    for name in ("lineage_cases.json", "lineage_cases_nested.json")
+    for case in json.loads((FIXTURES / name).read_text())["cases"]
 ]
 XFAIL = {
     "pivot_duckdb": "DuckDB's PIVOT statement: sqlglot builds no query scope for it; the model is opaque",
@@ -53,6 +57,10 @@ def _params() -> list[Any]:
 
 @pytest.mark.parametrize("case", _params())
 def test_case(case: dict[str, Any]) -> None:
+    if case.get("opaque"):
+        with pytest.raises(LineageError, match=case["opaque"]):
+            _analyse(case)
+        return
     lineage = _analyse(case)
     got = {
         e.output.lower(): {_low((s.catalog, s.schema, s.table, s.column)) for s, _ in e.inputs}
@@ -85,6 +93,14 @@ def test_case(case: dict[str, Any]) -> None:
         }
         for field, want in fields.items():
             assert got_tx[field.lower()] == sorted(want), f"{name} <- {field}"
+    for name, fields in (case.get("descriptions") or {}).items():
+        edge = by_name[name.lower()]
+        got_text = {
+            ".".join((*s.relation, s.column)).lower(): sorted(t.description for t in ts)
+            for s, ts in edge.inputs
+        }
+        for field, want in fields.items():
+            assert got_text[field.lower()] == sorted(want), f"{name} <- {field}"
 
 
 def test_output_names_keep_their_case() -> None:
