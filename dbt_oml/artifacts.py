@@ -65,6 +65,8 @@ class Node:
     identifier: str | None
     materialized: str | None = None
     compiled_code: str | None = None
+    relation_name: str | None = None
+    """What `ref()`/`source()` renders to; a file read for a dbt-duckdb `external_location`."""
     depends_on: tuple[str, ...] = ()
     description: str = ""
     columns: tuple[Column, ...] = ()
@@ -340,6 +342,7 @@ def _node(raw: dict[str, Any]) -> Node:
         identifier=_str(raw.get("identifier" if is_source else "alias")) or _str(raw.get("name")),
         materialized=None if is_source else _str(config.get("materialized")),
         compiled_code=_str(raw.get("compiled_code")) or _str(raw.get("compiled_sql")),
+        relation_name=_str(raw.get("relation_name")),
         depends_on=tuple(n for n in _list(depends.get("nodes")) if isinstance(n, str)),
         description=str(raw.get("description") or ""),
         columns=_columns(raw.get("columns")),

@@ -314,7 +314,10 @@ def column_lineage(
                     field=field,
                     transformations=[
                         column_lineage_dataset.Transformation(
-                            type=t.type, subtype=t.subtype, masking=t.masking
+                            type=t.type,
+                            subtype=t.subtype,
+                            description=t.description or None,  # the struct field extracted
+                            masking=t.masking,
                         )
                         for t in transforms
                     ],

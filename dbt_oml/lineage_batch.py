@@ -165,6 +165,7 @@ def analyse_models(
     for uid, columns in known_columns(artifacts, seed_headers=seed_headers, extra=extra).items():
         tables.add(artifacts.manifest.nodes[uid], columns)
     schema = _LazySchema(tables, dialect)
+    external = file_sources(artifacts)
     results = (
         {r.unique_id: r for r in artifacts.run_results.results} if artifacts.run_results else {}
     )
@@ -177,6 +178,7 @@ def analyse_models(
         if not sql:
             report.opaque[node.unique_id] = "no compiled SQL in the artifacts"
             continue
+        sql = read_as_relations(sql, external)
         upstream = {p: tables.known[p] for p in _relations(artifacts, node) if p in tables.known}
         key = _key(node, sql, dialect, upstream)
         cached = cache.get(key) if cache is not None else None
@@ -266,6 +268,33 @@ def _record(
     report.models[node.unique_id] = lineage
     if node.unique_id not in tables.known:
         schema.add(node, tuple(Column(name=e.output) for e in lineage.columns))
+
+
+def file_sources(artifacts: RunArtifacts) -> dict[str, str]:
+    """dbt-duckdb sources with `external_location`: the file read `source()` compiles to (its
+    `relation_name`, e.g. `read_json('data/x/*.json')`) -> the source's own relation name.
+
+    The lineage engine then attributes their columns to the source's dataset, which the event
+    already lists as an input, never to the files. A location two sources share maps to neither.
+    """
+    found: dict[str, list[str]] = {}
+    for node in artifacts.manifest.nodes.values():
+        text = (node.relation_name or "").strip()
+        if node.resource_type == "source" and ("(" in text or text.startswith("'")):
+            found.setdefault(text, []).append(_table_ref(node))
+    return {text: refs[0] for text, refs in found.items() if len(refs) == 1}
+
+
+def read_as_relations(sql: str, sources: Mapping[str, str]) -> str:
+    """`sql` with each file read of a source (as dbt rendered it) replaced by the source itself.
+
+    >>> read_as_relations("select a from read_json('x/*.json') as s",
+    ...                   {"read_json('x/*.json')": '"w"."api"."x"'})
+    'select a from "w"."api"."x" as s'
+    """
+    for text in sorted((t for t in sources if t in sql), key=len, reverse=True):
+        sql = sql.replace(text, sources[text])
+    return sql
 
 
 def _relations(artifacts: RunArtifacts, node: Node) -> list[str]:

@@ -4,7 +4,14 @@ import json
 from pathlib import Path
 
 from dbt_oml.artifacts import read_artifacts
-from dbt_oml.lineage_batch import analyse_models, known_columns, lineage_from_json, lineage_to_json
+from dbt_oml.lineage_batch import (
+    analyse_models,
+    file_sources,
+    known_columns,
+    lineage_from_json,
+    lineage_to_json,
+    read_as_relations,
+)
 from dbt_oml.lineage_cache import DiskCache
 
 MODELS = {
@@ -129,3 +136,69 @@ def test_parallel_workers_give_the_same_answers(mini_target: Path, monkeypatch) 
     assert calls == [(len(serial.models), len(serial.models))]
     assert parallel.analysed == serial.analysed
     assert sys.modules["__main__"] is main  # hidden from the workers only while they start
+
+
+def _add_file_source_model(target: Path, sql: str) -> str:
+    """A dbt-duckdb source with external_location (relation_name is the file read) and a model
+    reading it, as dbt compiles them; returns the model's unique_id."""
+    doc = json.loads((target / "manifest.json").read_text())
+    location = "read_json('data/matches/*/*.json', hive_partitioning = true)"
+    doc["sources"]["source.jaffle_oml.api.matches"] = {
+        "unique_id": "source.jaffle_oml.api.matches",
+        "resource_type": "source",
+        "name": "matches",
+        "package_name": "jaffle_oml",
+        "database": "warehouse",
+        "schema": "api",
+        "identifier": "matches",
+        "relation_name": location,
+        "meta": {
+            "external_location": "read_json('data/{name}/*/*.json', hive_partitioning = true)"
+        },
+        "columns": {},
+    }
+    uid = "model.jaffle_oml.stg_matches"
+    doc["nodes"][uid] = {
+        **doc["nodes"]["model.jaffle_oml.stg_customers"],
+        "unique_id": uid,
+        "name": "stg_matches",
+        "alias": "stg_matches",
+        "relation_name": '"warehouse"."staging"."stg_matches"',
+        "depends_on": {"nodes": ["source.jaffle_oml.api.matches"]},
+        "compiled_code": sql.format(source=location),
+    }
+    (target / "manifest.json").write_text(json.dumps(doc))
+    return uid
+
+
+def test_a_file_source_is_attributed_to_the_source_not_its_files(mini_target: Path) -> None:
+    sql = (
+        "with landed as (select * from {source})\n"
+        "select m._meta.params.fixture as fixture_id, m.season from landed as m"
+    )
+    uid = _add_file_source_model(mini_target, sql)
+    report = analyse_models(read_artifacts(mini_target), wanted={uid}, dialect="duckdb")
+    edges = report.models[uid].by_output()
+    ((source, (transform,)),) = edges["fixture_id"].inputs
+    assert (source.catalog, source.schema, source.table, source.column) == (
+        "warehouse",
+        "api",
+        "matches",
+        "_meta",
+    )
+    assert (transform.type, transform.subtype) == ("DIRECT", "TRANSFORMATION")
+    assert transform.description == "field _meta.params.fixture"
+    ((season, _),) = edges["season"].inputs
+    assert season.relation == ("warehouse", "api", "matches")
+
+
+def test_file_sources_map_each_location_to_its_one_source(mini_target: Path) -> None:
+    _add_file_source_model(mini_target, "select 1 as one")
+    external = file_sources(read_artifacts(mini_target))
+    assert external == {
+        "read_json('data/matches/*/*.json', hive_partitioning = true)": (
+            '"warehouse"."api"."matches"'
+        )
+    }  # the crm sources render as tables: nothing to map
+    sql = "select a from read_json('data/matches/*/*.json', hive_partitioning = true) as s"
+    assert read_as_relations(sql, external) == 'select a from "warehouse"."api"."matches" as s'
