@@ -12,7 +12,7 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -155,8 +155,11 @@ def _context_from_dbt(invocation_id: str) -> DbtContext | None:
 class Bridge:
     """dbt callback -> queue -> listener thread. The callback never raises."""
 
-    def __init__(self, listener: Listener | None) -> None:
+    def __init__(
+        self, listener: Listener | None, at_end: Callable[[DbtContext], None] | None = None
+    ) -> None:
         self.listener = listener
+        self.at_end = at_end
         self.items: queue.Queue[object] = queue.Queue()
         self.context: DbtContext | None = None
         self.node_starts: dict[str, datetime] = {}
@@ -176,6 +179,8 @@ class Bridge:
             self.context = _context_from_dbt(str(event.info.invocation_id))  # type: ignore[attr-defined]
             if self.context is not None:
                 self.items.put(self.context)
+        if name == "CommandCompleted" and self.at_end is not None and self.context is not None:
+            self.at_end(self.context)  # in dbt's thread: dbt still holds its adapter here
         if name == "NodeStart":
             info = event.data.node_info
             started = parse_time(info.node_started_at) or datetime.now(timezone.utc)
@@ -204,11 +209,19 @@ class Bridge:
         self._thread.join()
 
 
-def run_dbt(args: Sequence[str], listener: Listener | None = None) -> DbtInvocation:
-    """Run one dbt command in this process, feeding node starts to `listener` as they happen."""
+def run_dbt(
+    args: Sequence[str],
+    listener: Listener | None = None,
+    *,
+    at_end: Callable[[DbtContext], None] | None = None,
+) -> DbtInvocation:
+    """Run one dbt command in this process, feeding node starts to `listener` as they happen.
+
+    `at_end` is called when the command completes, while dbt still holds its adapter.
+    """
     from dbt.cli.main import dbtRunner
 
-    bridge = Bridge(listener)
+    bridge = Bridge(listener, at_end)
     try:
         result = dbtRunner(callbacks=[bridge.callback]).invoke(list(args))
     finally:

@@ -11,7 +11,7 @@ import logging
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from openlineage.client.event_v2 import RunEvent, RunState
@@ -19,6 +19,7 @@ from openlineage.client.event_v2 import RunEvent, RunState
 from dbt_oml.artifacts import (
     KEPT_MANIFEST,
     KEPT_RUN_RESULTS,
+    Catalog,
     Column,
     Manifest,
     Node,
@@ -42,6 +43,7 @@ from dbt_oml.events import (
 )
 from dbt_oml.lineage_batch import ColumnLookup
 from dbt_oml.lineage_run import column_lineage_for
+from dbt_oml.relation_columns import live_catalog
 from dbt_oml.run_state import (
     Progress,
     Report,
@@ -71,6 +73,7 @@ class LiveEmitter:
         self.builder: EventBuilder | None = None
         self._manifest_checked = False
         self.sent_starts: set[str] = set()
+        self.live_catalog: tuple[Catalog | None, str | None] | None = None
 
     def on_invocation(self, context: DbtContext) -> None:
         self.context = context
@@ -107,6 +110,18 @@ class LiveEmitter:
         if start is not None:
             self.sent_starts.add(start.run.runId)
             self._send(start)
+
+    def columns_at_end(self, context: DbtContext) -> None:
+        """At the end of a command that gets node events but no `dbt docs generate` (`test`):
+        the relations' real columns from the adapter dbt still holds, as the plugin reads them.
+
+        One metadata query (DuckDB) inside the open connection instead of a second dbt
+        invocation, and the same columns and types as plugin mode by construction.
+        """
+        if context.command not in BUILD_COMMANDS or context.command in CATALOG_COMMANDS:
+            return
+        manifest = read_manifest(context.target_path / "manifest.json")
+        self.live_catalog = live_catalog(manifest, now=datetime.now(timezone.utc))
 
     def _load_manifest(self, context: DbtContext) -> None:
         assert self.builder is not None
@@ -181,7 +196,7 @@ def build(
     report = report if report is not None else Report()
     live = LiveEmitter(settings, cwd=cwd, report=report)
     with suppressed():  # the dbt plugin stays inert inside dbt-oml's own dbt runs
-        invocation = run_dbt(dbt_args, live)
+        invocation = run_dbt(dbt_args, live, at_end=live.columns_at_end)
         report.dbt_return_code = invocation.return_code
         report.dbt_error = invocation.error
         report.problems += invocation.listener_errors
@@ -193,7 +208,7 @@ def build(
         try:
             if ctx.command in BUILD_COMMANDS and _keep_build_artifacts(ctx):
                 write_node_starts(ctx, invocation.node_starts)
-                artifacts = _artifacts_with_catalog(settings, ctx, report)
+                artifacts = _artifacts_with_catalog(settings, ctx, report, live.live_catalog)
         except DbtOmlError as e:
             report.problems.append(str(e))
             error = error or str(e)
@@ -208,8 +223,14 @@ def build(
     return report
 
 
-def _artifacts_with_catalog(settings: Settings, ctx: DbtContext, report: Report) -> RunArtifacts:
-    """The build's artifacts, with this run's catalog.json (from `dbt docs generate`).
+def _artifacts_with_catalog(
+    settings: Settings,
+    ctx: DbtContext,
+    report: Report,
+    live: tuple[Catalog | None, str | None] | None = None,
+) -> RunArtifacts:
+    """The build's artifacts, with this run's catalog.json (from `dbt docs generate`), or the
+    columns read from the warehouse at the end of the command (`live`, for `test`).
 
     A catalog.json written before this invocation started (docs generate off or failed) is
     not this run's: the declared columns are used instead. An unreadable one is a warning.
@@ -223,7 +244,10 @@ def _artifacts_with_catalog(settings: Settings, ctx: DbtContext, report: Report)
     artifacts = read_artifacts(ctx.target_path)
     report.problems += artifacts.problems
     catalog = artifacts.catalog
-    if catalog is not None and (
+    if live is not None:
+        catalog, problem = live
+        report.problems += [problem] if problem else []
+    elif catalog is not None and (
         catalog.generated_at is None or catalog.generated_at < ctx.started_at
     ):
         catalog = None

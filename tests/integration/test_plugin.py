@@ -25,7 +25,7 @@ from tests.conftest import (
 
 pytestmark = pytest.mark.integration
 PARENT = "dbt-run-jaffle_oml"
-_PER_RUN = {"runId", "eventTime", "invocation_id"}
+_PER_RUN = {"runId", "eventTime", "invocation_id", "startedAt", "completedAt"}
 AIRFLOW_RUN = "0195e0a2-7c1e-7000-8000-000000000001"
 
 
@@ -176,3 +176,34 @@ def test_plugin_with_unreachable_backend_keeps_every_event(project: Path) -> Non
     assert ref(kept[0]["run"]["facets"]["parent"]) == airflow
     node = next(e for e in kept if e["job"]["name"] != PARENT)
     assert ref(node["run"]["facets"]["parent"]["root"]) == airflow
+
+
+@pytest.fixture(scope="module")
+def tested(tmp_path_factory: pytest.TempPathFactory) -> tuple[CliRun, CliRun]:
+    """`dbt-oml test` and plugin-mode `dbt test` on the same built warehouse (no catalog.json)."""
+    proj = copy_project(tmp_path_factory.mktemp("tested") / "project")
+    warehouse = run_plain_dbt(["build", "--profiles-dir", "."], cwd=proj)  # plugin off
+    assert warehouse.returncode == 0, warehouse.stdout[-2000:]
+    assert not (proj / "target" / "catalog.json").exists()
+    wrapper = run_cli(["test", "--profiles-dir", "."], cwd=proj)
+    (proj / "target" / "openlineage" / "events.jsonl").unlink()
+    plugin = run_plain_dbt(["test", "--profiles-dir", "."], cwd=proj, env={"DBT_OML_PLUGIN": "1"})
+    return wrapper, plugin
+
+
+def test_dbt_oml_test_emits_what_plugin_mode_dbt_test_emits(tested: tuple[CliRun, CliRun]) -> None:
+    wrapper, plugin = tested
+    assert wrapper.returncode == plugin.returncode == 0, wrapper.stderr[-2000:]
+    assert len(wrapper.events) == len(plugin.events) > 50
+    ours, theirs = comparable(wrapper), comparable(plugin)
+    assert sorted(ours) == sorted(theirs)
+    assert [key for key in ours if ours[key] != theirs[key]] == []
+    # the schema facets carry the warehouse's types in both paths
+    typed = [
+        f.get("type")
+        for e in wrapper.events
+        for d in e["inputs"]
+        for f in d["facets"].get("schema", {}).get("fields", [])
+    ]
+    assert typed
+    assert all(typed)
