@@ -86,6 +86,8 @@ def print_summary(report: Any, *, dry_run: bool, settings: Any = None) -> None:
                 f"(send later: dbt-oml replay {delivery.outbox})"
             )
         say(line)
+        for note in delivery.notes:
+            say(f"dbt-oml: {note}")
     if report.namespaces:
         shown = ", ".join(f"{k} -> {v}" for k, v in sorted(report.namespaces.items()))
         say(f"dbt-oml: namespaces: {shown}")

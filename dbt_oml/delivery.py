@@ -60,6 +60,8 @@ def _run_facets(raw: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(tags, Mapping):
         facets["tags"] = tags_run.TagsRunFacet(
             tags=[tags_run.TagsRunFacetFields(**t) for t in tags.get("tags") or ()],
+    #: the transport's own summary lines (e.g. what dbt metadata OpenMetadata got)
+    notes: list[str] = field(default_factory=list)
             producer=tags.get("_producer", ""),
         )
     return facets
@@ -189,6 +191,7 @@ def read_outbox(path: Path) -> list[RunEvent]:
         ArtifactError: the file does not exist or cannot be read.
     """
     try:
+            self.report.notes += [redact(str(n)) for n in getattr(transport, "notes", None) or []]
         docs, problems = read_numbered(path)
     except FileNotFoundError:
         raise ArtifactError(path=str(path), reason="not found") from None

@@ -134,6 +134,8 @@ class Bootstrap:
         self._services: dict[str, dict[str, Any]] | None = None
         self._children: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
         self._reported: set[str] = set()
+        #: what a table listing asks for (om.dbt_metadata adds owners and the data model)
+        self.table_fields = "columns,tags"
 
     # -- listing (cached) --------------------------------------------------------------------
 
@@ -151,11 +153,52 @@ class Bootstrap:
         if key not in self._children:
             params = {parent_field: parent_fqn}
             if collection == "tables":
-                params["fields"] = "columns"
+                params["fields"] = self.table_fields
             self._children[key] = {
                 e["name"]: e for e in self.client.list_all(collection, params=params)
             }
         return self._children[key]
+
+    def owned_table(self, namespace: str, name: str) -> tuple[str, dict[str, Any]] | None:
+        """(FQN, entity) of the table OM holds for a dataset of an owned service; None when the
+        dataset is foreign, no table, or not in OM. Reads only (listings, cached).
+
+        In a dry run, a table bootstrap would create is its planned body (no `id`).
+        """
+        ref = table_ref({"namespace": namespace, "name": name})
+        service = self._owned_service(ref.namespace) if ref is not None else None
+        if ref is None or service is None:
+            return None
+        if ref.database not in self._list("databases", "service", service):
+            return None
+        db_fqn = fqn(service, ref.database)
+        if ref.schema not in self._list("databaseSchemas", "database", db_fqn):
+            return None
+        schema_fqn = fqn(service, ref.database, ref.schema)
+        found = self._list("tables", "databaseSchema", schema_fqn).get(ref.table)
+        table_fqn = fqn(service, ref.database, ref.schema, ref.table)
+        return (table_fqn, found) if found is not None else None
+
+    def reload_table(self, table_fqn: str, entity: dict[str, Any]) -> dict[str, Any]:
+        """Re-read a table this run wrote (a PUT's answer may lack fields), in the cache too."""
+        fresh = self.client.get_by_name("tables", table_fqn, fields=self.table_fields)
+        if fresh is not None and not self.dry_run:
+            entity.clear()
+            entity.update(fresh)  # in place: the listing cache holds this dict
+        return entity
+
+    def _owned_service(self, namespace: str) -> str | None:
+        """The service of a namespace dbt-oml owns, as OM spells it (None: foreign, or none)."""
+        name, owned_prefix, mapped = self.mapping.service(namespace)
+        if name is None or not owned_prefix:
+            return None
+        services = self._database_services()
+        actual = name if name in services else {s.lower(): s for s in services}.get(name.lower())
+        if actual is None:
+            return None
+        service = services[actual]
+        legacy = not mapped and service.get("serviceType") == "CustomDatabase"
+        return actual if is_managed(service) or legacy else None
 
     # -- ensure ------------------------------------------------------------------------------
 
@@ -454,9 +497,10 @@ def _update(
 ) -> dict[str, Any] | None:
     """The PUT body for an owned table OM already has, or None when nothing would change.
 
-    Authoritative columns replace OM's list (keeping descriptions OM has where ours are empty);
-    partial ones only add columns OM lacks and types OM does not know. Descriptions are never
-    blanked, and the table's own description is only filled when OM has none.
+    Authoritative columns replace OM's list (keeping the descriptions OM has: a bot's PUT never
+    replaces them, so sending ours would only make a re-run write again); partial ones only add
+    columns OM lacks and types OM does not know. Descriptions are never blanked, and the table's
+    own description is only filled when OM has none (om.dbt_metadata replaces them on request).
     """
     held = [_writable(c) for c in existing.get("columns") or []]
     by_name = {c["name"]: c for c in held}
@@ -466,7 +510,7 @@ def _update(
         for column in ours:
             before = by_name.get(column["name"], {})
             keep = {"description": before["description"]} if before.get("description") else {}
-            columns.append({**column, **keep} if not column.get("description") else column)
+            columns.append({**column, **keep})
     else:
         columns = [dict(c) for c in held]
         for column in ours:

@@ -8,6 +8,7 @@ never puts a token or password into a message, a repr or a log line.
 from __future__ import annotations
 
 import base64
+import json as jsonlib
 import logging
 import re
 import time
@@ -35,7 +36,15 @@ ROLE_FOR: Mapping[str, str] = {
     "Create": "IngestionBotRole",
     "EditAll": "IngestionBotRole or LineageBotRole",
     "ViewAll": "IngestionBotRole or LineageBotRole",
+    "EditDescription": "IngestionBotRole or LineageBotRole",
+    "EditTags": "IngestionBotRole or LineageBotRole",
+    "EditOwners": "IngestionBotRole or LineageBotRole",
+    "EditTier": "IngestionBotRole or LineageBotRole",
+    "EditGlossaryTerms": "IngestionBotRole or LineageBotRole",
+    "EditTests": "IngestionBotRole or LineageBotRole",
 }
+#: The media type OM's PATCH endpoints consume (anything else: 415).
+JSON_PATCH = "application/json-patch+json"
 
 
 class TokenProvider(Protocol):
@@ -197,16 +206,23 @@ class OpenMetadataClient:
         return f"OpenMetadataClient({self.base_url!r})"
 
     def request(
-        self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        content_type: str | None = None,
     ) -> Reply:
         """One request; 401 gets one retry with a fresh token. Raises DeliveryError subclasses.
 
         403 is returned to the caller (some are expected: admin-only settings) unless it names an
-        operation, which is raised with the role that grants it.
+        operation, which is raised with the role that grants it. `content_type` sends `json` with
+        that media type (PATCH: JSON_PATCH).
         """
         target = f"{method} {redact(self.base_url)}{path}"
         for attempt in (1, 2):
-            headers = {}
+            headers = {"Content-Type": content_type} if content_type else {}
             if self.auth is not None:
                 headers["Authorization"] = f"Bearer {self.auth.token(self.http, self.base_url)}"
             self.requests += 1
@@ -239,6 +255,9 @@ class OpenMetadataClient:
         headers: Mapping[str, str],
     ) -> httpx2.Response:
         try:
+            if "Content-Type" in headers:
+                body = jsonlib.dumps(json).encode()
+                return self.http.request(method, url, content=body, params=params, headers=headers)
             return self.http.request(method, url, json=json, params=params, headers=headers)
         except httpx2.TimeoutException as e:
             raise TransientDeliveryError(target=target, reason="timed out") from e
@@ -257,6 +276,10 @@ class OpenMetadataClient:
         if reply.status == 404:
             return None
         return self._ok(reply, "GET", collection)
+
+    def patch(self, path: str, operations: list[dict[str, Any]]) -> Reply:
+        """PATCH with RFC 6902 operations (`path` below /api/v1, e.g. `tables/{id}`)."""
+        return self.request("PATCH", f"/api/v1/{path}", json=operations, content_type=JSON_PATCH)
 
     def put(self, collection: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create or update (for entities dbt-oml owns)."""
@@ -351,9 +374,14 @@ def _connect_reason(error: Exception) -> str:
 
 
 def _forbidden(target: str, message: str) -> TerminalDeliveryError:
-    """A 403 naming the operation OM refused, and the role that grants it when we know one."""
+    """A 403 naming the operation OM refused, and the role that grants it when we know one.
+
+    OM's ANY-logic endpoints (test cases, results: ref §9.8) name no operation.
+    """
     denied = re.findall(r"\[([A-Za-z, ]+)\]|operation (\w+) denied", message)
     operations = [op.strip() for pair in denied for part in pair for op in part.split(",") if op]
     role = next((ROLE_FOR[op] for op in operations if op in ROLE_FOR), None)
+    if role is None and "ANY of the required permissions" in message:
+        role = "IngestionBotRole (EditTests on tables)"
     hint = f"give the bot {role}" if role else ""
     return TerminalDeliveryError(target=target, reason=f"403 {message}", hint=hint)

@@ -7,7 +7,9 @@ each event is made OM-proof (om.prepare); an event without column lineage never 
 column lineage OM holds on an edge (the per-model guard); then the batch goes to
 POST /api/v1/openlineage/lineage/batch and OM's answer is checked event by event: `failedEvents`
 are rejected with OM's reason, and when OM drew fewer edges than the events carry, the events are
-posted one by one to find which ones OM could not resolve.
+posted one by one to find which ones OM could not resolve. When events carry dbt-oml's own
+dbt facets, the tables dbt-oml owns also get what OM's dbt ingestion shows (descriptions, tags,
+owners, the dbt tab, tests with a result per run: om.dbt_metadata), each part switchable.
 
 Every request of a run shares one retry budget (om.retry); once it is spent, the rest goes to the
 outbox at once. Undelivered events are kept: `openmetadata.jsonl` (retrying may help:
@@ -44,6 +46,8 @@ from dbt_oml.om.client import (
     TokenFile,
     TokenProvider,
 )
+from dbt_oml.om.dbt_metadata import TABLE_FIELDS, DbtMetadata
+from dbt_oml.om.dbt_session import PARTS
 from dbt_oml.om.event_check import event_problem
 from dbt_oml.om.names import fqn
 from dbt_oml.om.prepare import Prepared, has_column_lineage, om_time, prepare
@@ -85,6 +89,12 @@ class OpenMetadataConfig(Config):
     bootstrap: bool = True
     column_lineage_in_output_facets: bool = True
     allow_empty_column_lineage: bool = False
+    #: which of dbt's metadata to write on owned tables (events with dbt-oml's dbt facets)
+    dbt_metadata: dict[str, bool] = attr.field(factory=lambda: dict.fromkeys(PARTS, True))
+    #: replace descriptions OM holds (a person's edits too) with dbt's, as OM's dbt option does
+    update_descriptions: bool = False
+    #: the OM classification dbt tags go to
+    tags_classification: str = "dbtTags"
 
     @classmethod
     def from_dict(cls, params: dict[str, Any]) -> OpenMetadataConfig:
@@ -100,8 +110,15 @@ class OpenMetadataConfig(Config):
             values,
             ints=("batch_size",),
             floats=("timeout", "retry_budget"),
-            bools=("bootstrap", "column_lineage_in_output_facets", "allow_empty_column_lineage"),
+            bools=(
+                "bootstrap",
+                "column_lineage_in_output_facets",
+                "allow_empty_column_lineage",
+                "update_descriptions",
+            ),
         )
+        if "dbt_metadata" in values:
+            values["dbt_metadata"] = dbt_parts(values["dbt_metadata"])
         for key in ("services", "owned_namespaces"):
             if isinstance(values.get(key), str):
                 values[key] = _parse_text(values[key], key)
@@ -180,6 +197,7 @@ class OpenMetadataTransport(Transport):
         self._settings: Mapping[str, Any] | None = None
         self._bootstrap: Bootstrap | None = None
         self._upstream: dict[str, dict[str, bool]] = {}
+        self._dbt: DbtMetadata | None = None
         self.delivered = 0
         self.undelivered = 0
         self.reasons: Counter[str] = Counter()
@@ -189,6 +207,12 @@ class OpenMetadataTransport(Transport):
 
     def __repr__(self) -> str:
         return f"OpenMetadataTransport({redact(self.config.url)!r})"
+
+    @property
+    def notes(self) -> list[str]:
+        """Lines for the run summary (what dbt metadata the run wrote)."""
+        line = self._dbt.counts_line if self._dbt is not None else None
+        return [line] if line else []
 
     @property
     def problems(self) -> list[str]:
@@ -232,12 +256,16 @@ class OpenMetadataTransport(Transport):
     def plan(self, events: list[dict[str, Any]]) -> list[str]:
         """What bootstrap would create for these events, with which method (writes nothing)."""
         bootstrap = self._bootstrapper()
-        bootstrap.dry_run = True
+        dbt = self._dbt_metadata()
+        bootstrap.dry_run = dbt.session.dry_run = True
         try:
-            report = bootstrap.ensure(self._processed(events))
+            processed = self._processed(events)
+            report = bootstrap.ensure(processed)
+            if any(self.config.dbt_metadata.values()):
+                dbt.apply(processed, events, report=report, bootstrap=bootstrap)
         finally:
-            bootstrap.dry_run = False
-        return report.plan + [f"problem: {p}" for p in report.problems]
+            bootstrap.dry_run = dbt.session.dry_run = False
+        return report.plan + dbt.session.plan + [f"problem: {p}" for p in report.problems]
 
     def columns_for(self, namespace: str, name: str) -> tuple[tuple[str, str | None], ...] | None:
         """The columns OpenMetadata holds for a table dbt cannot introspect (None if unknown)."""
@@ -286,12 +314,19 @@ class OpenMetadataTransport(Transport):
             if events[i].get("eventType", "COMPLETE") in allowed and _outputs(events[i])
         ]
         outcome.delivered += [i for i in valid if i not in set(processed)]
-        if not processed:
-            return outcome
         report = BootstrapReport()
-        if self.config.bootstrap:
+        if processed and self.config.bootstrap:
             bootstrap = self._bootstrapper()
             report = self.budget.call(lambda: bootstrap.ensure([events[i] for i in processed]))
+        if any(self.config.dbt_metadata.values()):
+            self._dbt_metadata().apply(
+                [events[i] for i in processed],
+                [events[i] for i in valid],
+                report=report,
+                bootstrap=self._bootstrapper(),
+            )
+        if not processed:
+            return outcome
         plans = {i: self._prepare(events[i], report) for i in processed}
         to_post = [i for i in processed if plans[i].postable]
         outcome.delivered += [i for i in processed if not plans[i].postable]
@@ -433,7 +468,20 @@ class OpenMetadataTransport(Transport):
                 mapping=mapping,
                 pipeline_service=str(settings.get("defaultPipelineService") or "openlineage"),
             )
+            if any(self.config.dbt_metadata.values()):  # what dbt metadata compares against
+                self._bootstrap.table_fields = TABLE_FIELDS
         return self._bootstrap
+
+    def _dbt_metadata(self) -> DbtMetadata:
+        if self._dbt is None:
+            self._dbt = DbtMetadata(
+                self.client,
+                call=self.budget.call,
+                parts=self.config.dbt_metadata,
+                update_descriptions=self.config.update_descriptions,
+                classification=self.config.tags_classification,
+            )
+        return self._dbt
 
     def _keep(self, events: list[dict[str, Any]], reason: str, *, rejected: bool = False) -> None:
         folder = Path(self.config.outbox_dir)
@@ -446,6 +494,8 @@ class OpenMetadataTransport(Transport):
         self.reasons[f"{redact(reason)} (kept in {path})"] += len(events)
 
     def _log_advisories(self) -> None:
+        if self._dbt is not None:
+            self._dbt.advise()
         if self.dropped_inputs:
             logger.info(
                 "OpenMetadata resolves no local files: %d file input(s) left out of its copy of "
@@ -491,6 +541,37 @@ def _parse_text(text: str, key: str) -> Any:
             hint='e.g. {"mssql://src:1433": "source_sql"}',
         )
     return {ns.strip(): svc.strip() for ns, _, svc in pairs}
+
+
+def dbt_parts(value: Any) -> dict[str, bool]:
+    """`dbt_metadata`: parts to booleans (strings from the environment too), that as JSON text,
+    or `true`/`false` for every part.
+
+    >>> dbt_parts({"tests": "false"})["tests"], dbt_parts("false")["tags"]
+    (False, False)
+    """
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in {"true", "false", "1", "0", "yes", "no", "on", "off"}:
+            return dict.fromkeys(PARTS, text in {"true", "1", "yes", "on"})
+        value = _parse_text(value, "dbt_metadata") if text.startswith("{") else None
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            key="transport.dbt_metadata",
+            source="openmetadata transport",
+            reason="is not a mapping of parts to true/false",
+            hint="e.g. {tests: false}; parts: " + ", ".join(PARTS),
+        )
+    unknown = sorted(set(value) - set(PARTS))
+    if unknown:
+        raise ConfigError(
+            key=f"transport.dbt_metadata.{unknown[0]}",
+            source="openmetadata transport",
+            reason="unknown part",
+            hint="valid parts: " + ", ".join(PARTS),
+        )
+    coerced = coerce(dict(value), bools=PARTS)
+    return {p: bool(coerced.get(p, True)) for p in PARTS}
 
 
 def _outputs(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
