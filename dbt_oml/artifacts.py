@@ -37,6 +37,8 @@ class Column:
     type: str | None = None
     description: str | None = None
     index: int | None = None
+    tags: tuple[str, ...] = ()
+    meta: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,6 +78,8 @@ class Node:
     original_file_path: str | None = None
     test: TestInfo | None = None
     config: tuple[tuple[str, str], ...] = ()
+    raw_code: str | None = None
+    group: str | None = None
 
     @property
     def is_relation(self) -> bool:
@@ -93,6 +97,8 @@ class Manifest:
     adapter_type: str | None
     project_name: str | None
     nodes: Mapping[str, Node]
+    groups: Mapping[str, str] = field(default_factory=dict)
+    """dbt group name -> its owner (e-mail, else name)."""
 
     def get(self, unique_id: str) -> Node | None:
         return self.nodes.get(unique_id)
@@ -274,11 +280,31 @@ def _columns(raw: object) -> tuple[Column, ...]:
                 type=_str(col.get("data_type")) or _str(col.get("type")),
                 description=_str(col.get("description")) or _str(col.get("comment")),
                 index=index if isinstance(index, int) else None,
+                tags=_tags(col),
+                meta=_pairs({**_obj(_obj(col.get("config")).get("meta")), **_obj(col.get("meta"))}),
             )
         )
     if any(c.index is not None for c in cols):
         cols.sort(key=lambda c: c.index if c.index is not None else 1 << 30)
     return tuple(cols)
+
+
+def _tags(raw: dict[str, Any]) -> tuple[str, ...]:
+    """A column's dbt tags (its own and its config's), in order, once each."""
+    found = [*_list(raw.get("tags")), *_list(_obj(raw.get("config")).get("tags"))]
+    return tuple(dict.fromkeys(str(t) for t in found if isinstance(t, str) and t))
+
+
+def _groups(raw: object) -> dict[str, str]:
+    """dbt groups (manifest v10+): name -> owner e-mail, else owner name."""
+    out = {}
+    for group in _obj(raw).values():
+        owner = _obj(_obj(group).get("owner"))
+        who = _str(owner.get("email")) or _str(owner.get("name"))
+        name = _str(_obj(group).get("name"))
+        if name and who:
+            out[name] = who
+    return out
 
 
 def _pairs(raw: object) -> tuple[tuple[str, str], ...]:
@@ -352,6 +378,8 @@ def _node(raw: dict[str, Any]) -> Node:
         original_file_path=_str(raw.get("original_file_path")),
         test=_test_info(raw, config) if resource_type == "test" else None,
         config=_pairs({k: config.get(k) for k in _CONFIG_KEYS}),
+        raw_code=_str(raw.get("raw_code")) or _str(raw.get("raw_sql")),
+        group=_str(config.get("group")) or _str(raw.get("group")),
     )
 
 
@@ -379,6 +407,7 @@ def read_manifest(path: Path) -> Manifest:
         adapter_type=_str(meta.get("adapter_type")),
         project_name=project,
         nodes=nodes,
+        groups=_groups(doc.get("groups")),
     )
 
 

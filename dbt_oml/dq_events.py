@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, cast
 from openlineage.client.event_v2 import InputDataset, RunEvent, RunState
 from openlineage.client.facet_v2 import DatasetFacet, JobFacet, RunFacet
 
-from dbt_oml import facets
+from dbt_oml import facets, node_facets
 from dbt_oml.artifacts import Node, NodeResult
 
 if TYPE_CHECKING:
@@ -93,8 +93,11 @@ def _test_run(
     start: datetime,
     end: datetime,
     failed: bool,
+    end_facets: dict[str, RunFacet] | None = None,
 ) -> list[RunEvent]:
-    """START and COMPLETE/FAIL of one test run; `key` makes its run id."""
+    """START and COMPLETE/FAIL of one test run; `key` makes its run id. `end_facets` go on
+    the COMPLETE/FAIL only (what the run found)."""
+    ends = end_facets or {}
     job_facets: dict[str, JobFacet] = {
         "jobType": facets.job_type("TEST", builder.settings.producer)
     }
@@ -105,7 +108,7 @@ def _test_run(
             rid=builder.node_run_id(key, start),
             job=job,
             job_facets=job_facets,
-            run_facets=run_facets,
+            run_facets=run_facets if state is RunState.START else {**run_facets, **ends},
             inputs=inputs,
         )
         for state, at in (
@@ -147,5 +150,30 @@ def per_test_events(builder: EventBuilder, results: Iterable[NodeResult]) -> lis
             start=start,
             end=end or start,
             failed=result.status in _FAILED,
+            end_facets=node_facets.tests_facet(
+                [dbt_test(builder, test, result, at=start)], producer
+            ),
         )
     return events
+
+
+def dbt_test(
+    builder: EventBuilder, test: Node, result: NodeResult, *, at: datetime
+) -> node_facets.DbtTest:
+    """One test for dbt-oml's `dbt_oml_tests` facet, with the dataset it checks."""
+    target = tested_node(builder, test)
+    ref = builder.dataset(target) if target is not None else None
+    tested = (ref.namespace, ref.name) if ref is not None else None
+    return node_facets.dbt_test(test, result, tested=tested, at=at)
+
+
+def skipped_tests(
+    builder: EventBuilder, results: Iterable[NodeResult], *, at: datetime
+) -> dict[str, RunFacet]:
+    """`dbt_oml_tests` of the tests dbt skipped (they have no run), at the invocation's end."""
+    skipped = []
+    for result in results:
+        test = builder.manifest.get(result.unique_id)
+        if test is not None and test.test is not None and result.status == "skipped":
+            skipped.append(dbt_test(builder, test, result, at=at))
+    return node_facets.tests_facet(skipped, builder.settings.producer)

@@ -22,9 +22,9 @@ from openlineage.client.event_v2 import (
 )
 from openlineage.client.facet_v2 import DatasetFacet, JobFacet, RunFacet, parent_run
 
-from dbt_oml import facets
+from dbt_oml import facets, node_facets
 from dbt_oml.artifacts import Catalog, Column, Manifest, Node, NodeResult, RunArtifacts
-from dbt_oml.dq_events import per_test_events, test_events
+from dbt_oml.dq_events import per_test_events, skipped_tests, test_events
 from dbt_oml.event_inputs import EventSettings, Invocation, JobNaming, RunRef, format_time
 from dbt_oml.filerefs import file_dataset, file_paths
 from dbt_oml.ids import run_id
@@ -349,6 +349,7 @@ class EventBuilder:
             state=state,
             at=result.completed_at or started_at,
             rid=self.node_run_id(result.unique_id, started_at),
+        output.facets = {**(output.facets or {}), node_facets.NODE_FACET: self.node_facet(node)}
             job=self.job_name(node),
             job_facets=self._node_job_facets(node, sql),
             run_facets=run_facets,
@@ -381,6 +382,15 @@ class EventBuilder:
             return None
         return self.event(
             state=RunState.ABORT,
+    def node_facet(self, node: Node) -> node_facets.DbtNodeDatasetFacet:
+        """dbt-oml's `dbt_oml_node`: raw SQL, path, tags, owners as dbt defines the node."""
+        return node_facets.node_facet(
+            node,
+            project=self.invocation.project_name or self.manifest.project_name,
+            groups=self.manifest.groups,
+            producer=self.settings.producer,
+        )
+
             at=max(at, started_at),
             rid=self.node_run_id(unique_id, started_at),
             job=self.job_name(node),
@@ -452,4 +462,7 @@ def build_events(
     end_at = ended_at or max(ends, default=invocation.started_at)
     if last is not None and format_time(end_at) < last:
         end_at = max(ends, default=end_at)
-    return [builder.parent_start(), *body, builder.parent_end(at=end_at, error=error)]
+    end = builder.parent_end(at=end_at, error=error)
+    if invocation.command in BUILD_COMMANDS:  # tests dbt skipped have no run of their own
+        end.run.facets = {**(end.run.facets or {}), **skipped_tests(builder, results, at=end_at)}
+    return [builder.parent_start(), *body, end]
