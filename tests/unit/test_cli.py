@@ -223,3 +223,18 @@ def test_replay_sends_rejected_events_by_name(
     assert len(sent) == 1
     assert not rejected.exists()
     assert "1 events, 1 delivered" in capsys.readouterr().err
+
+
+def test_flush_skips_a_torn_last_line_and_sends_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proj, events = _outbox_project(tmp_path)
+    kept = proj / "target" / "dbt_oml" / "outbox" / "inv.jsonl"
+    lines = kept.read_text()
+    kept.write_text(lines + lines[:50])  # the process died in the middle of an append
+    monkeypatch.chdir(proj)
+    assert main(["flush"]) == ExitCode.SUCCESS
+    sent = (proj / "target" / "openlineage" / "events.jsonl").read_text().splitlines()
+    assert len(sent) == len(events)
+    err = capsys.readouterr().err
+    assert f"WARNING: {kept}:{len(events) + 1}: skipped, not a JSON line, torn" in err
