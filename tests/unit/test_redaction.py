@@ -319,3 +319,28 @@ def test_emit_with_a_url_password_from_the_issue(tmp_path: Path, mini_target: Pa
     assert proc.returncode == 0, proc.stderr
     assert "dw -> postgres://host:5432" in proc.stderr
     assert "s3cr" not in proc.stdout + proc.stderr
+
+
+def test_settings_collect_the_secrets_they_see(tmp_path: Path) -> None:
+    from dbt_oml.config import load_settings
+
+    (tmp_path / "dbt-oml.yml").write_text(
+        "relay:\n  jetstream: {servers: 'nats://relay:n4ts-pw@nats:4222', subject: s}\n"
+    )
+    environ = {
+        "OM_HOST": "https://bot:om-userinfo-pw@om:8585",
+        "OM_JWT_TOKEN": "eyJhbGciOi.jwt",
+        "DBT_OML_PG_PASSWORD": "p@ss:w/rd?#%; x",
+        "DBT_ENV_SECRET_MD": "md-token-1",
+        "PWD": "/work/project",
+        "HOME": "/root",
+    }
+    settings = load_settings(cli={}, environ=environ, cwd=tmp_path)
+    assert set(settings.secrets) == {
+        "om-userinfo-pw",
+        "eyJhbGciOi.jwt",
+        "p@ss:w/rd?#%; x",
+        "md-token-1",
+        "n4ts-pw",
+    }
+    assert "n4ts-pw" not in repr(settings)
