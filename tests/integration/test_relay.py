@@ -380,6 +380,25 @@ def test_sigterm_while_nats_is_down_exits_0(own_server: NatsServer, tmp_path: Pa
     assert "Traceback" not in relay.stderr.text
 
 
+def test_sigterm_while_om_holds_the_batch_exits_0_and_nothing_is_acked(
+    own_server: NatsServer, tmp_path: Path
+) -> None:
+    stream, om, arrived, release = _held(own_server)
+    with serve(om) as url:
+        proj = write_config(tmp_path / "p", stream, url, ack_wait=3, fetch_timeout=1)
+        relay = relay_process(proj)
+        try:
+            assert arrived.wait(timeout=120), relay.stderr.text[-3000:]
+            code = relay.terminate(timeout=3 + 10)  # ack_wait, and a margin for a loaded machine
+        finally:
+            release.set()
+            relay.kill()
+    assert code == 0, relay.stderr.text[-3000:]
+    assert "Traceback" not in relay.stderr.text
+    pending, unacked = consumer(stream)
+    assert pending + unacked == 3  # none was acked: all three come back
+
+
 @pytest.mark.parametrize(
     ("subjects", "dead", "message"),
     [
