@@ -47,6 +47,8 @@ class DeliveryReport:
     outbox: Path | None = None
     errors: list[str] = field(default_factory=list)
     collected: list[dict[str, Any]] = field(default_factory=list)
+    #: the transport's own summary lines (e.g. what dbt metadata OpenMetadata got)
+    notes: list[str] = field(default_factory=list)
 
 
 def to_dict(event: RunEvent) -> dict[str, Any]:
@@ -60,8 +62,6 @@ def _run_facets(raw: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(tags, Mapping):
         facets["tags"] = tags_run.TagsRunFacet(
             tags=[tags_run.TagsRunFacetFields(**t) for t in tags.get("tags") or ()],
-    #: the transport's own summary lines (e.g. what dbt metadata OpenMetadata got)
-    notes: list[str] = field(default_factory=list)
             producer=tags.get("_producer", ""),
         )
     return facets
@@ -178,6 +178,7 @@ class Delivery:
                 self.report.outbox = getattr(transport, "outbox", None) or self.report.outbox
             for problem in getattr(transport, "problems", None) or []:
                 self.report.errors.append(redact(str(problem)))
+            self.report.notes += [redact(str(n)) for n in getattr(transport, "notes", None) or []]
         return self.report
 
 
@@ -191,7 +192,6 @@ def read_outbox(path: Path) -> list[RunEvent]:
         ArtifactError: the file does not exist or cannot be read.
     """
     try:
-            self.report.notes += [redact(str(n)) for n in getattr(transport, "notes", None) or []]
         docs, problems = read_numbered(path)
     except FileNotFoundError:
         raise ArtifactError(path=str(path), reason="not found") from None

@@ -342,6 +342,7 @@ class EventBuilder:
             )
         inputs = self.inputs(node, sql)
         output = self.output(node, result.rows_affected)
+        output.facets = {**(output.facets or {}), node_facets.NODE_FACET: self.node_facet(node)}
         lineage = self.lineage.get(node.unique_id) if state is RunState.COMPLETE else None
         if lineage is not None:
             self._add_column_lineage(lineage, inputs, output)
@@ -349,7 +350,6 @@ class EventBuilder:
             state=state,
             at=result.completed_at or started_at,
             rid=self.node_run_id(result.unique_id, started_at),
-        output.facets = {**(output.facets or {}), node_facets.NODE_FACET: self.node_facet(node)}
             job=self.job_name(node),
             job_facets=self._node_job_facets(node, sql),
             run_facets=run_facets,
@@ -375,13 +375,6 @@ class EventBuilder:
         # OpenMetadata 1.12 reads column lineage only from outputFacets
         output.outputFacets = {**(output.outputFacets or {}), "columnLineage": facet}  # type: ignore[dict-item]
 
-    def node_abort(self, unique_id: str, started_at: datetime, at: datetime) -> RunEvent | None:
-        """ABORT of a node whose START went out live but that dbt then skipped."""
-        node = self.manifest.get(unique_id)
-        if node is None or not self.emits_for(node):
-            return None
-        return self.event(
-            state=RunState.ABORT,
     def node_facet(self, node: Node) -> node_facets.DbtNodeDatasetFacet:
         """dbt-oml's `dbt_oml_node`: raw SQL, path, tags, owners as dbt defines the node."""
         return node_facets.node_facet(
@@ -391,6 +384,13 @@ class EventBuilder:
             producer=self.settings.producer,
         )
 
+    def node_abort(self, unique_id: str, started_at: datetime, at: datetime) -> RunEvent | None:
+        """ABORT of a node whose START went out live but that dbt then skipped."""
+        node = self.manifest.get(unique_id)
+        if node is None or not self.emits_for(node):
+            return None
+        return self.event(
+            state=RunState.ABORT,
             at=max(at, started_at),
             rid=self.node_run_id(unique_id, started_at),
             job=self.job_name(node),
