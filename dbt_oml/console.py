@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from dbt_oml.errors import ConfigError
-from dbt_oml.redaction import redact, redact_tree
+from dbt_oml.redaction import redact, redact_event
 
 logger = logging.getLogger("dbt_oml")
 
@@ -71,7 +71,7 @@ def _print_plan(settings: Any, events: list[dict[str, Any]]) -> None:
 def print_summary(report: Any, *, dry_run: bool, settings: Any = None) -> None:
     delivery = report.delivery
     if dry_run:
-        doc = {"events": redact_tree(delivery.collected)}
+        doc = {"events": [redact_event(e) for e in delivery.collected]}
         click.echo(json.dumps(doc, indent=1, sort_keys=True))
         say(f"dbt-oml: {report.events_built} events built (dry run, nothing sent)")
         _print_plan(settings, delivery.collected)

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from dbt_oml.redaction import redact, redact_tree
+from dbt_oml.redaction import redact, redact_event
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +37,8 @@ def _append_text(path: Path, text: str) -> None:
 
 
 def append_events(path: Path, events: Iterable[Mapping[str, Any]]) -> int:
-    """Append events as JSON lines (one write, every string redacted); returns how many."""
-    lines = [json.dumps(redact_tree(dict(e)), sort_keys=True) + "\n" for e in events]
+    """Append events as JSON lines (one write, error texts redacted); returns how many."""
+    lines = [json.dumps(redact_event(e), sort_keys=True) + "\n" for e in events]
     if lines:
         _append_text(path, "".join(lines))
     return len(lines)

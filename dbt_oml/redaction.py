@@ -35,6 +35,8 @@ _KEY_VALUE = re.compile(
 )
 _BEARER = re.compile(r"\b(?P<kind>Bearer|Basic)\s+[A-Za-z0-9\-._~+/]{6,}=*", re.IGNORECASE)
 MASK = "***"
+#: The free-text fields of an errorMessage facet.
+_FREE_TEXT = frozenset({"message", "stackTrace"})
 #: Shorter values are not remembered: masking every "a" or "pw" would garble all output.
 MIN_SECRET_LENGTH = 3
 
@@ -115,15 +117,23 @@ def redact(text: str) -> str:
     return REDACTOR(text)
 
 
-def redact_tree(value: Any) -> Any:
-    """A copy of a JSON-like document with every string redacted (keys kept as they are)."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, Mapping):
-        return {k: redact_tree(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact_tree(v) for v in value]
-    return value
+def redact_event(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of an event's JSON form with its free texts (error message, stack trace) redacted.
+
+    Only the free texts: names, namespaces and SQL are data, and masking a registered secret
+    that happens to be a common word ("test", "postgres") there would corrupt the event.
+
+    >>> redact_event({"run": {"facets": {"errorMessage": {"message": "passwd=x1 bad"}}}})
+    {'run': {'facets': {'errorMessage': {'message': 'passwd=*** bad'}}}}
+    """
+    out = dict(doc)
+    run = out.get("run")
+    facets = run.get("facets") if isinstance(run, Mapping) else None
+    error = facets.get("errorMessage") if isinstance(facets, Mapping) else None
+    if isinstance(run, Mapping) and isinstance(facets, Mapping) and isinstance(error, Mapping):
+        texts = {k: redact(v) for k, v in error.items() if k in _FREE_TEXT and isinstance(v, str)}
+        out["run"] = {**run, "facets": {**facets, "errorMessage": {**error, **texts}}}
+    return out
 
 
 def secrets_in(text: str) -> list[str]:

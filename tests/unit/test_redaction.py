@@ -25,7 +25,7 @@ from dbt_oml.console import setup_logging
 from dbt_oml.errors import NamespaceError
 from dbt_oml.namespaces import CatalogSpec, namespace_for, resolve_namespaces
 from dbt_oml.outbox import append_reason
-from dbt_oml.redaction import Redactor, redact, redact_tree, secrets_in, secrets_of
+from dbt_oml.redaction import Redactor, redact, redact_event, secrets_in, secrets_of
 from tests.unit.test_events import STARTED
 
 SPECIAL = "@:/?#%; "
@@ -124,10 +124,27 @@ def test_known_shapes_keep_the_rest_readable() -> None:
         )
 
 
-def test_redact_tree_masks_strings_and_keeps_structure() -> None:
-    with fresh_redactor("s3cr3t-value"):
-        doc = {"a": ["x s3cr3t-value y", 1, None], "password": {"k": "passwd=zz"}}
-        assert redact_tree(doc) == {"a": ["x *** y", 1, None], "password": {"k": "passwd=***"}}
+def test_redact_event_masks_error_texts_only() -> None:
+    doc = {
+        "job": {"name": "warehouse.core.orders.test"},
+        "run": {
+            "runId": "r",
+            "facets": {
+                "errorMessage": {"message": "auth test failed", "stackTrace": "test", "x": "test"},
+                "dbt_run": {"command": "test"},
+            },
+        },
+    }
+    with fresh_redactor("test"):  # a secret that is also a common word
+        out = redact_event(doc)
+    assert out["job"] == doc["job"]
+    assert out["run"]["facets"]["dbt_run"] == {"command": "test"}
+    assert out["run"]["facets"]["errorMessage"] == {
+        "message": "auth *** failed",
+        "stackTrace": "***",
+        "x": "test",
+    }
+    assert doc["run"]["facets"]["errorMessage"]["message"] == "auth test failed"
 
 
 def test_secrets_are_found_in_configs_and_connection_strings() -> None:
