@@ -40,6 +40,19 @@ class Emitter(Protocol):
     def close(self, timeout: float = -1.0) -> bool: ...
 
 
+class Unconfigured:
+    """Stands in for a transport that could not be created: nothing is sent, all is kept."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def emit(self, event: RunEvent) -> None:  # noqa: ARG002 - Delivery holds: never called
+        raise RuntimeError(self.reason)
+
+    def close(self, timeout: float = -1.0) -> bool:  # noqa: ARG002
+        return False
+
+
 @dataclass(slots=True)
 class DeliveryReport:
     delivered: int = 0

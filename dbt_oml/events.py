@@ -135,15 +135,22 @@ class EventBuilder:
         return self.manifest.relations_read(node)
 
     def dataset_facets(self, node: Node) -> dict[str, DatasetFacet]:
-        """schema, dataSource, documentation and ownership of a node's dataset."""
+        """schema (and where it came from), dataSource, documentation and ownership."""
         ref = self.dataset(node)
-        return facets.dataset_facets(
+        columns = self.columns(node)
+        out = facets.dataset_facets(
             node=node,
             namespace=ref.namespace,
             name=ref.name,
-            columns=self.columns(node),
+            columns=columns,
             producer=self.settings.producer,
         )
+        if columns:
+            from_catalog = bool(self.catalog and self.catalog.columns.get(node.unique_id))
+            out["dbt_oml_schema"] = facets.schema_source(
+                from_catalog=from_catalog, producer=self.settings.producer
+            )
+        return out
 
     def input_dataset(self, node: Node) -> InputDataset:
         ref = self.dataset(node)

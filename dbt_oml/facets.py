@@ -342,3 +342,33 @@ def column_lineage(
     return column_lineage_dataset.ColumnLineageDatasetFacet(
         fields=columns, dataset=fields(lineage.dataset), producer=producer
     )
+
+
+#: `$id` of the schema of dbt-oml's own dataset facet (shipped in dbt_oml/schemas/).
+SCHEMA_SOURCE_URL = (
+    "urn:dbt-oml:facets:1-0-0:SchemaSourceDatasetFacet.json#/$defs/SchemaSourceDatasetFacet"
+)
+
+
+@attr.define
+class SchemaSourceDatasetFacet(DatasetFacet):
+    """dbt-oml's `dbt_oml_schema`: whether the `schema` facet lists every column.
+
+    `complete` when the columns come from catalog.json or the warehouse itself; a consumer may
+    then replace the columns it holds. Declared (YAML) columns are partial: add, never remove.
+    """
+
+    source: str
+    complete: bool
+
+    @staticmethod
+    def _get_schema() -> str:
+        return SCHEMA_SOURCE_URL
+
+
+def schema_source(*, from_catalog: bool, producer: str) -> SchemaSourceDatasetFacet:
+    return SchemaSourceDatasetFacet(
+        source="catalog" if from_catalog else "declared",
+        complete=from_catalog,
+        producer=producer,
+    )

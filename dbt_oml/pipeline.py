@@ -34,8 +34,8 @@ from dbt_oml.dbt_process import (
     docs_generate_args,
     run_dbt,
 )
-from dbt_oml.delivery import Delivery
-from dbt_oml.errors import ArtifactError, DbtOmlError
+from dbt_oml.delivery import Delivery, Unconfigured
+from dbt_oml.errors import ArtifactError, ConfigError, DbtOmlError
 from dbt_oml.events import (
     BUILD_COMMANDS,
     EventBuilder,
@@ -47,6 +47,7 @@ from dbt_oml.relation_columns import live_catalog
 from dbt_oml.run_state import (
     Progress,
     Report,
+    check_transport,
     event_settings,
     invocation_of,
     make_emitter,
@@ -78,13 +79,15 @@ class LiveEmitter:
     def on_invocation(self, context: DbtContext) -> None:
         self.context = context
         namespaces = namespaces_for(self.settings, context.catalogs, self.cwd, self.report)
-        emitter, where = make_emitter(self.settings, context.target_path)
+        outbox = outbox_path(self.settings, context.target_path, context.invocation_id)
+        try:
+            emitter, where = make_emitter(self.settings, context.target_path)
+        except ConfigError as e:  # the plugin: dbt runs on, every event goes to the outbox
+            logger.error("%s; events are kept in %s", e, outbox)
+            emitter, where = Unconfigured(str(e)), "nowhere (transport not configured)"
         self.report.destination = where
-        self.delivery = Delivery(
-            emitter,
-            outbox=outbox_path(self.settings, context.target_path, context.invocation_id),
-            target=where,
-        )
+        self.delivery = Delivery(emitter, outbox=outbox, target=where)
+        self.delivery.held = isinstance(emitter, Unconfigured)
         self.builder = EventBuilder(
             invocation=invocation_of(context),
             namespaces=namespaces,
@@ -194,6 +197,7 @@ def build(
     from dbt_oml.plugin import suppressed
 
     report = report if report is not None else Report()
+    check_transport(settings)  # a typo in the transport must not cost a two-hour build
     live = LiveEmitter(settings, cwd=cwd, report=report)
     with suppressed():  # the dbt plugin stays inert inside dbt-oml's own dbt runs
         invocation = run_dbt(dbt_args, live, at_end=live.columns_at_end)
@@ -303,7 +307,7 @@ def finish(
             error=error,
             lineage=lineage,
         )
-        delivery.held = report.refused is not None
+        delivery.held = delivery.held or report.refused is not None
         events[-1:-1] = _aborts(builder, artifacts, live.sent_starts, node_starts)
         for event in events[1:]:  # the parent START went out live
             if event.eventType is RunState.START and event.run.runId in live.sent_starts:

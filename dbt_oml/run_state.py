@@ -5,6 +5,7 @@ I/O adapter: creates the openlineage-python client and reads/writes dbt-oml's ow
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -76,7 +77,8 @@ def make_emitter(settings: Settings, target_path: Path) -> tuple[Emitter | None,
         where = str(events_file)
     from dbt_oml.transports import build_transport_factory
 
-    factory = build_transport_factory()
+    defaults = {"openmetadata": settings.om_transport} if settings.om_transport else None
+    factory = build_transport_factory(defaults)
     try:
         client = (
             OpenLineageClient(config=config, factory=factory)
@@ -98,7 +100,27 @@ def make_emitter(settings: Settings, target_path: Path) -> tuple[Emitter | None,
     if getattr(transport_config, "outbox_dir", None) == "dbt-oml-outbox":
         # the OpenMetadata transport's default: keep its outbox with dbt-oml's other state
         transport_config.outbox_dir = str(target_path / STATE_DIR / "outbox")  # type: ignore[union-attr]
+    if settings.allow_empty_column_lineage and hasattr(
+        transport_config, "allow_empty_column_lineage"
+    ):
+        transport_config.allow_empty_column_lineage = True  # type: ignore[union-attr]
     return client, where
+
+
+def check_transport(settings: Settings) -> None:
+    """Create (and drop) the configured transport, so a configuration error shows before dbt runs.
+
+    Raises ConfigError. The embedded default (a file in the target directory) needs no check.
+    """
+    if settings.dry_run or (settings.transport is None and not settings.openlineage_configured):
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="dbt-oml-check-") as scratch:
+        client, _ = make_emitter(settings, Path(scratch))
+        transport = getattr(client, "transport", None)
+        with contextlib.suppress(Exception):  # nothing was sent: closing only frees resources
+            transport.close(0)  # type: ignore[union-attr]
 
 
 def namespaces_for(
