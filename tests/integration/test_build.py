@@ -66,11 +66,11 @@ def test_start_and_terminal_for_every_executed_model_seed_snapshot(built: CliRun
     executed = [
         u for u, s in _results(built).items() if u.split(".")[0] in {"model", "seed", "snapshot"}
     ]
-    assert len(executed) == 15  # 13 models (the ephemeral one is not executed) + seed + snapshot
+    assert len(executed) == 16  # 14 models (the ephemeral one is not executed) + seed + snapshot
     kinds = Counter(e["job"]["facets"]["jobType"]["jobType"] for r in runs.values() for e in r)
     assert kinds["SEED"] == 2
     assert kinds["SNAPSHOT"] == 2
-    assert kinds["MODEL"] == 2 * 13
+    assert kinds["MODEL"] == 2 * 14
     for events in runs.values():
         assert [e["eventType"] for e in events] == ["START", "COMPLETE"]
         assert events[0]["run"]["runId"] == events[1]["run"]["runId"]

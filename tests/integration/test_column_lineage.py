@@ -146,7 +146,45 @@ def test_unparseable_model_is_opaque_and_the_rest_keeps_lineage(built: CliRun) -
         for o in e["outputs"]
         if "columnLineage" in o["facets"]
     }
-    assert len(with_lineage) == 13  # the 12 other models and the snapshot
+    assert len(with_lineage) == 14  # the 13 other models and the snapshot
+
+
+MATCHES = "warehouse.api.matches"  # the `api` source: JSON files landed by the on-run-start hook
+
+
+def test_nested_json_from_a_file_source(built: CliRun) -> None:
+    """stg_match_events reads a source with external_location (no catalog entry): a struct path
+    three fields deep and an UNNEST of a list of structs, every edge to the source's dataset."""
+    (event,) = [
+        e
+        for e in built.events
+        if e["eventType"] == "COMPLETE"
+        and e["outputs"]
+        and e["outputs"][0]["name"] == "warehouse.staging.stg_match_events"
+    ]
+    source, files = event["inputs"]
+    assert source["name"] == MATCHES  # the dataset the column edges name
+    assert (files["namespace"], files["name"]) == ("file", f"{built.project}/data/matches/*/*.json")
+    fields = event["outputs"][0]["facets"]["columnLineage"]["fields"]
+    got = {
+        column: [
+            (f["name"], f["field"], [(t["type"], t["subtype"], t.get("description")) for t in ts])
+            for f in spec["inputFields"]
+            for ts in [f["transformations"]]
+        ]
+        for column, spec in fields.items()
+    }
+    extracted = ("DIRECT", "TRANSFORMATION")
+    assert got == {
+        "fixture_id": [(MATCHES, "_meta", [(*extracted, "field _meta.params.fixture")])],
+        "home_team": [(MATCHES, "response", [(*extracted, "field response.teams.home.name")])],
+        "season": [(MATCHES, "season", [("DIRECT", "IDENTITY", None)])],  # a hive partition
+        "minute": [(MATCHES, "events", [(*extracted, "field events.minute")])],
+        "event_kind": [(MATCHES, "events", [(*extracted, "field events.kind")])],
+    }
+    schema = event["outputs"][0]["facets"]["schema"]["fields"]
+    assert sorted(f["name"] for f in schema) == sorted(got)  # the catalog's columns, all traced
+    assert "column lineage for 14 model(s); 1 opaque" in built.stderr
 
 
 def test_lineage_command_text_and_json(built: CliRun) -> None:
@@ -165,7 +203,10 @@ def test_lineage_command_text_and_json(built: CliRun) -> None:
 
 
 def test_guard_refuses_to_send_no_column_lineage_at_all(project: Path) -> None:
-    args = ["run", "--profiles-dir", ".", "-s", "stg_orders", "--no-docs-generate"]
+    # Without catalog.json stg_customers is opaque: its source declares one column in YAML (so
+    # its columns count as known) and the SQL reads others. (stg_orders, whose source declares
+    # none, would get lineage: one relation with unknown columns holds every name it reads.)
+    args = ["run", "--profiles-dir", ".", "-s", "stg_customers", "--no-docs-generate"]
     refused = run_cli(args, cwd=project)
     assert refused.returncode == 4, refused.stderr[-2000:]
     assert "events NOT sent" in refused.stderr

@@ -62,7 +62,7 @@ def test_plain_dbt_build_emits_what_the_wrapper_emits(built: CliRun, plugin_buil
     assert sorted(plugin) == sorted(wrapper)
     different = [key for key in wrapper if plugin[key] != wrapper[key]]
     assert different == []
-    assert "dbt-oml: 88 events, 88 delivered" in plugin_built.stderr
+    assert "dbt-oml: 90 events, 90 delivered" in plugin_built.stderr
 
 
 def test_plugin_events_are_consistent_runs(plugin_built: CliRun) -> None:
