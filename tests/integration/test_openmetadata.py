@@ -14,6 +14,9 @@ from tests.fakes.openmetadata import FakeOpenMetadata, serve
 
 pytestmark = pytest.mark.integration
 SOURCE_NS = "mssql://source-sql:1433"
+#: What dbt metadata reads (issue 15): test cases and definitions, tags, owners.
+_DBT_READ = ("dataQuality/testCases", "dataQuality/testDefinitions", "tags", "classifications")
+DBT_READS = tuple(f"/api/v1/{p}/" for p in (*_DBT_READ, "users", "teams"))
 
 
 def _seed_source_server(om: FakeOpenMetadata) -> None:
@@ -76,7 +79,7 @@ def om_runs(
         first = run_cli(args, cwd=proj, env=env)
         before = len(om.requests)
         second = run_cli(args, cwd=proj, env=env)
-        requests = len(om.requests) - before
+        requests = om.requests[before:]  # the second run's
         held = _snapshot(om)
         (proj / "target" / "catalog.json").unlink()  # a degraded run: declared columns only
         degraded = run_cli(["emit", "--profiles-dir", ".", *args[3:]], cwd=proj, env=env)
@@ -223,17 +226,35 @@ def test_the_chain_from_source_to_mart_resolves_with_column_lineage(om_runs) -> 
 
 
 def test_second_run_is_cheap_and_changes_nothing(om_runs) -> None:
-    om, _, _second, requests, *_ = om_runs
+    _om, _, _second, requests, *_ = om_runs
+    # a new dbt run: one new test result per test (issue 15), and the dbt tab of the incremental
+    # model, whose compiled SQL differs on its second run; nothing else written
+    results = [r for r in requests if "/testCaseResults/" in r.path]
+    incremental = [
+        r
+        for r in requests
+        if r.path.endswith("/dataModel") and r.body["path"] == "models/core/core_orders.sql"
+    ]
     second_writes = [
         r
-        for r in om.requests[-requests:]
-        if r.method in ("PUT", "POST") and "openlineage" not in r.path
+        for r in requests
+        if r.method in ("PUT", "POST", "PATCH")
+        and "openlineage" not in r.path
+        and r not in results + incremental
     ]
     assert second_writes == []
-    batches = [r for r in om.requests[-requests:] if r.path.endswith("/lineage/batch")]
+    assert {r.status for r in results} == {201}
+    batches = [r for r in requests if r.path.endswith("/lineage/batch")]
     assert len(batches) >= 1
-    assert requests <= 40 + len(batches), requests  # listing per parent, not per entity
-    print(f"second run: {requests} requests, {len(batches)} batch(es)")  # noqa: T201
+    # dbt metadata reads: per test case, definition, tag and owner, once each
+    dbt_reads = [r for r in requests if r.method == "GET" and r.path.startswith(DBT_READS)]
+    assert len(dbt_reads) <= 2 * len(results) + 20, len(dbt_reads)
+    rest = len(requests) - len(dbt_reads) - len(results)
+    assert rest <= 40 + len(batches), rest  # listing per parent, not per entity
+    print(  # noqa: T201
+        f"second run: {len(requests)} requests ({len(dbt_reads)} dbt metadata reads, "
+        f"{len(results)} new test results), {len(batches)} batch(es)"
+    )
 
 
 def _om_env(url: str, token_file: Path, **extra: str) -> dict[str, str]:

@@ -1,0 +1,260 @@
+"""Issue 15 end to end: the bundled project's dbt layer in OpenMetadata as OM's dbt ingestion
+shows it, with the scoped bot, on OM 1.12 and 2.0.
+
+Per version: `dbt-oml build`, then `dbt-oml emit` of the same run (writes nothing), then the
+failing build (`--vars '{fail_model: true}'`). For the failing build the copy of the project gets
+three tests that exist only with that var: one on the model that fails (dbt skips it), one that
+fails and one that warns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import CliRun, copy_project, run_cli
+from tests.fakes.openmetadata import FakeOpenMetadata, serve
+
+pytestmark = pytest.mark.integration
+BUILD = ["build", "--profiles-dir", "."]
+FAILING_ONLY = {
+    "om_audit_rows.sql": "{{ config(enabled=var('fail_model')) }}\n"
+    "select * from {{ ref('core_order_audit') }} where open_amount < 0\n",
+    "om_unpaid_orders.sql": "{{ config(enabled=var('fail_model')) }}\n"
+    "select order_id from {{ ref('core_orders') }} where payment_state <> 'paid'\n",
+    "om_refunds.sql": "{{ config(enabled=var('fail_model'), severity='warn') }}\n"
+    "select order_id from {{ ref('core_orders') }} where payment_state = 'refund'\n",
+}
+
+
+@dataclass
+class Runs:
+    om: FakeOpenMetadata
+    project: Path
+    first: CliRun
+    first_requests: int
+    again: CliRun
+    again_requests: list[Any]
+    failing: CliRun
+
+
+def _om(version: str) -> FakeOpenMetadata:
+    om = FakeOpenMetadata.with_bot(version=version)  # IngestionBotRole + LineageBotRole
+    om.add_person("jane.doe", "jane.doe@example.com")
+    om.add_team("data-platform", email="data-platform@example.com")
+    om.add_team("analytics", email="analytics@example.com")
+    return om
+
+
+@pytest.fixture(scope="module", params=["1.12", "2.0"])
+def runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Runs]:
+    om = _om(request.param)
+    project = copy_project(tmp_path_factory.mktemp(f"om-dbt-{request.param}") / "project")
+    for name, sql in FAILING_ONLY.items():
+        (project / "tests" / name).write_text(sql)
+    (project / "token").write_text("bot-jwt\n")
+    with serve(om) as url:
+        env = {
+            "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata",
+            "OPENLINEAGE__TRANSPORT__URL": url,
+            "OPENLINEAGE__TRANSPORT__JWT_TOKEN_FILE": str(project / "token"),
+        }
+        first = run_cli(BUILD, cwd=project, env=env)
+        first_requests = len(om.requests)
+        again = run_cli(["emit", "--profiles-dir", "."], cwd=project, env=env)
+        again_requests = om.requests[first_requests:]
+        failing = run_cli([*BUILD, "--vars", "{fail_model: true}"], cwd=project, env=env)
+        yield Runs(om, project, first, first_requests, again, again_requests, failing)
+
+
+def _manifest(project: Path) -> dict[str, Any]:
+    return json.loads((project / "target" / "manifest.build.json").read_text())
+
+
+def _tables(om: FakeOpenMetadata) -> dict[str, dict[str, Any]]:
+    """Owned tables by name (the bundled project's names are unique across its databases)."""
+    return {t["name"]: t for fqn, t in om.entities["table"].items() if fqn.startswith("duckdb_")}
+
+
+def test_the_runs_deliver_and_say_what_they_wrote(runs: Runs) -> None:
+    assert runs.first.returncode == 0, runs.first.stderr[-3000:]
+    assert runs.again.returncode == 0, runs.again.stderr[-3000:]
+    assert runs.failing.returncode == 1, runs.failing.stderr[-3000:]
+    for run in (runs.first, runs.again, runs.failing):
+        assert "NOT delivered" not in run.stderr, run.stderr[-3000:]
+        assert "refused" not in run.stderr, run.stderr[-3000:]
+    assert "test cases 19, results 19" in runs.first.stderr, runs.first.stderr[-2000:]
+    summary = next(line for line in runs.first.stderr.splitlines() if "dbt metadata in" in line)
+    print(f"first build: {runs.first_requests} requests; {summary}")  # noqa: T201
+    assert "'platform@example.com' is no OpenMetadata user or Group team" in runs.first.stderr
+
+
+def test_every_owned_table_has_description_tags_owner_and_the_dbt_tab(runs: Runs) -> None:
+    tables = _tables(runs.om)
+    nodes = [
+        n
+        for n in _manifest(runs.project)["nodes"].values()
+        if n["resource_type"] in ("model", "seed", "snapshot")
+        and n["config"].get("materialized") != "ephemeral"
+    ]
+    assert len(nodes) >= 14
+    owners = {
+        "jane.doe@example.com",
+        "data-platform@example.com",
+        "analytics",
+        "analytics@example.com",
+    }
+    for node in nodes:
+        table = tables[node["alias"]]
+        model = table.get("dataModel") or {}
+        assert model.get("modelType") == "DBT", node["unique_id"]
+        assert model["path"] == node["original_file_path"]
+        assert model["resourceType"] == node["resource_type"]
+        if node["resource_type"] != "seed":
+            assert model["rawSql"] == node["raw_code"]
+            assert model["sql"], node["unique_id"]
+        if node["description"]:
+            assert table["description"] == node["description"], node["unique_id"]
+        labels = {t["tagFQN"] for t in table.get("tags") or []}
+        assert {f"dbtTags.{t}" for t in node["tags"]} <= labels, node["unique_id"]
+        owner = node["config"]["meta"].get("owner")
+        known = {owner} & owners if isinstance(owner, str) else set(owner or []) & owners
+        assert bool(table.get("owners")) == bool(known), node["unique_id"]
+    email = next(c for c in tables["stg_customers"]["columns"] if c["name"] == "email")
+    assert {t["tagFQN"] for t in email["tags"]} == {"dbtTags.pii", "PII.Sensitive"}
+    assert "Tier.Tier1" in {t["tagFQN"] for t in tables["dim_customers"]["tags"]}
+    assert tables["core_customers"]["dataModel"]["upstream"]  # the tables it reads, by FQN
+
+
+def test_every_dbt_test_is_a_test_case_with_one_result_per_run(runs: Runs) -> None:
+    om = runs.om
+    results = [
+        n
+        for n in json.loads((runs.project / "target" / "run_results.build.json").read_text())[
+            "results"
+        ]
+        if n["unique_id"].startswith("test.")
+    ]
+    assert len(results) == 22  # the failing build's: the 19 tests and the 3 failing-only ones
+    cases = {c["name"]: fqn for fqn, c in om.entities["testCase"].items()}
+    assert len(cases) == 22
+    for name in cases:
+        if name.startswith("om_"):
+            continue
+        # the first build and the failing build; the emit of the first added none
+        assert len(om.results_of(cases[name])) == 2, name
+    assert {d["testPlatforms"][0] for d in om.entities["testDefinition"].values()} >= {"dbt"}
+
+
+def test_the_failing_build_gives_failed_and_aborted_results(runs: Runs) -> None:
+    om = runs.om
+    cases = {c["name"]: fqn for fqn, c in om.entities["testCase"].items()}
+    (skipped,) = om.results_of(cases["om_audit_rows"])
+    (failed,) = om.results_of(cases["om_unpaid_orders"])
+    (warned,) = om.results_of(cases["om_refunds"])
+    assert skipped["testCaseStatus"] == "Aborted"
+    assert (failed["testCaseStatus"], failed["failedRows"]) == ("Failed", 2)
+    assert "Got 2 results" in failed["result"]
+    assert (warned["testCaseStatus"], warned["failedRows"]) == ("Aborted", 1)
+    # shown in the table's data-quality tab: its basic suite counts the failure
+    suite = next(
+        s for fqn, s in om.entities["testSuite"].items() if fqn.endswith("core_orders.testSuite")
+    )
+    cases_in = [c for c in om.entities["testCase"].values() if c["testSuite"]["id"] == suite["id"]]
+    assert "om_unpaid_orders" in {c["name"] for c in cases_in}
+
+
+def test_a_second_identical_emit_writes_nothing(runs: Runs) -> None:
+    writes = [
+        (r.method, r.path, r.status)
+        for r in runs.again_requests
+        if r.method != "GET" and "openlineage" not in r.path
+    ]
+    assert writes == []
+    assert "descriptions 0, tags 0, owners 0, data models 0, test cases 0, results 0" in (
+        runs.again.stderr
+    )
+    print(  # noqa: T201
+        f"first build: {runs.first_requests} requests; identical emit: "
+        f"{len(runs.again_requests)} requests, {len(writes)} writes"
+    )
+
+
+def test_foreign_and_oms_own_entities_stay_as_they_were(runs: Runs) -> None:
+    om = runs.om
+    for name in ("PII", "Tier"):
+        assert om.entity("classification", name)["provider"] == "system"  # type: ignore[index]
+    audit = {(who, outcome) for who, _m, _fqn, outcome in om.audit}
+    assert ("ingestion-bot", "denied") not in audit
+
+
+# -- item 8: the relay gives OM the same state -------------------------------------------------
+
+
+def _state(om: FakeOpenMetadata) -> dict[str, Any]:
+    """What dbt metadata left in OM, without ids and times (they differ between two OMs)."""
+    tables = {
+        fqn: {
+            "description": t.get("description"),
+            "columns": [(c["name"], c.get("description"), _labels(c)) for c in t["columns"]],
+            "tags": _labels(t),
+            "owners": sorted(o["name"] for o in t.get("owners") or []),
+            "dataModel": {k: v for k, v in (t.get("dataModel") or {}).items() if k != "owners"},
+        }
+        for fqn, t in om.entities["table"].items()
+    }
+    cases = {
+        fqn: (c["testDefinition"]["name"], c["entityLink"], c.get("parameterValues"))
+        for fqn, c in om.entities["testCase"].items()
+    }
+    results = sorted(
+        (r["testCaseFQN"], r["timestamp"], r["testCaseStatus"], r.get("result"))
+        for r in om.test_case_results
+    )
+    return {"tables": tables, "cases": cases, "results": results}
+
+
+def _labels(entity: dict[str, Any]) -> list[str]:
+    return sorted(t["tagFQN"] for t in entity.get("tags") or [])
+
+
+@pytest.mark.nats
+def test_a_run_relayed_from_jetstream_gives_om_the_same_state(tmp_path: Path) -> None:
+    pytest.importorskip("nats", reason="needs dbt-oml[nats]")
+    from tests.integration.nats_server import NatsServer
+
+    server = NatsServer(tmp_path / "nats").start()
+    direct, relayed = _om("2.0"), _om("2.0")
+    project = copy_project(tmp_path / "project")
+    (project / "token").write_text("bot-jwt\n")
+    try:
+        with serve(relayed) as relay_url, serve(direct) as direct_url:
+            stream = {"servers": [server.url], "subject": "ol.issue15", "stream": "ISSUE15"}
+            relay = {"openmetadata": {"url": relay_url, "jwt_token_file": str(project / "token")}}
+            doc = {"transport": {"type": "jetstream", **stream}, "relay": relay}
+            (project / "dbt-oml.yml").write_text(json.dumps(doc))
+            built = run_cli(BUILD, cwd=project)
+            assert built.returncode == 0, built.stderr[-3000:]
+            relay_run = run_cli(["relay", "--once"], cwd=project)
+            assert relay_run.returncode == 0, relay_run.stderr[-3000:]
+            (project / "dbt-oml.yml").unlink()
+            env = {
+                "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata",
+                "OPENLINEAGE__TRANSPORT__URL": direct_url,
+                "OPENLINEAGE__TRANSPORT__JWT_TOKEN_FILE": str(project / "token"),
+            }
+            emitted = run_cli(["emit", "--profiles-dir", "."], cwd=project, env=env)
+            assert emitted.returncode == 0, emitted.stderr[-3000:]
+    finally:
+        server.stop()
+    state = _state(direct)
+    assert len(state["cases"]) == 19
+    assert len(state["results"]) == 19
+    assert _state(relayed) == state
