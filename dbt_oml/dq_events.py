@@ -150,7 +150,7 @@ def per_test_events(builder: EventBuilder, results: Iterable[NodeResult]) -> lis
             start=start,
             end=end or start,
             failed=result.status in _FAILED,
-            end_facets=node_facets.tests_facet(
+            end_facets=node_facets.dbt_tests_facet(
                 [dbt_test(builder, test, result, at=start)], producer
             ),
         )
@@ -176,4 +176,4 @@ def skipped_tests(
         test = builder.manifest.get(result.unique_id)
         if test is not None and test.test is not None and result.status == "skipped":
             skipped.append(dbt_test(builder, test, result, at=at))
-    return node_facets.tests_facet(skipped, builder.settings.producer)
+    return node_facets.dbt_tests_facet(skipped, builder.settings.producer)

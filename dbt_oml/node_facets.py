@@ -182,7 +182,7 @@ def dbt_test(
     )
 
 
-def tests_facet(tests: Sequence[DbtTest], producer: str) -> dict[str, RunFacet]:
+def dbt_tests_facet(tests: Sequence[DbtTest], producer: str) -> dict[str, RunFacet]:
     if not tests:
         return {}
     return {TESTS_FACET: DbtTestsRunFacet(tests=list(tests), producer=producer)}

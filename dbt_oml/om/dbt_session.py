@@ -9,12 +9,13 @@ plans (reads still happen). Timeouts and 5xx are the budget's: they end the batc
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final, TypeVar
 
-from dbt_oml.errors import TerminalDeliveryError
+from dbt_oml.errors import ConfigError, TerminalDeliveryError
 from dbt_oml.om.client import OpenMetadataClient, Reply
 from dbt_oml.redaction import redact
 
@@ -129,3 +130,49 @@ class Session:
         if message not in self._said:
             self._said.add(message)
             logger.log(level, "%s", message)
+
+
+def dbt_parts(value: Any) -> dict[str, bool]:
+    """`dbt_metadata`: parts to booleans (strings from the environment too), that as JSON text,
+    or `true`/`false` for every part.
+
+    >>> dbt_parts({"tests": "false"})["tests"], dbt_parts("false")["tags"]
+    (False, False)
+    """
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in {"true", "false", "1", "0", "yes", "no", "on", "off"}:
+            return dict.fromkeys(PARTS, text in {"true", "1", "yes", "on"})
+        value = _json(value) if text.startswith("{") else None
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            key="transport.dbt_metadata",
+            source="openmetadata transport",
+            reason="is not a mapping of parts to true/false",
+            hint="e.g. {tests: false}; parts: " + ", ".join(PARTS),
+        )
+    unknown = sorted(set(value) - set(PARTS))
+    if unknown:
+        raise ConfigError(
+            key=f"transport.dbt_metadata.{unknown[0]}",
+            source="openmetadata transport",
+            reason="unknown part",
+            hint="valid parts: " + ", ".join(PARTS),
+        )
+    return {p: _true(value.get(p, True)) for p in PARTS}
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            key="transport.dbt_metadata", source="openmetadata transport", reason=f"bad JSON ({e})"
+        ) from e
+
+
+def _true(value: object) -> bool:
+    """A boolean, or its text as the environment gives it (`"false"`, `"0"`, ...)."""
+    if isinstance(value, str):
+        return value.strip().lower() in {"1", "true", "yes", "on"}
+    return bool(value)

@@ -47,7 +47,7 @@ from dbt_oml.om.client import (
     TokenProvider,
 )
 from dbt_oml.om.dbt_metadata import TABLE_FIELDS, DbtMetadata
-from dbt_oml.om.dbt_session import PARTS
+from dbt_oml.om.dbt_session import PARTS, dbt_parts
 from dbt_oml.om.event_check import event_problem
 from dbt_oml.om.names import fqn
 from dbt_oml.om.prepare import Prepared, has_column_lineage, om_time, prepare
@@ -541,37 +541,6 @@ def _parse_text(text: str, key: str) -> Any:
             hint='e.g. {"mssql://src:1433": "source_sql"}',
         )
     return {ns.strip(): svc.strip() for ns, _, svc in pairs}
-
-
-def dbt_parts(value: Any) -> dict[str, bool]:
-    """`dbt_metadata`: parts to booleans (strings from the environment too), that as JSON text,
-    or `true`/`false` for every part.
-
-    >>> dbt_parts({"tests": "false"})["tests"], dbt_parts("false")["tags"]
-    (False, False)
-    """
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text in {"true", "false", "1", "0", "yes", "no", "on", "off"}:
-            return dict.fromkeys(PARTS, text in {"true", "1", "yes", "on"})
-        value = _parse_text(value, "dbt_metadata") if text.startswith("{") else None
-    if not isinstance(value, Mapping):
-        raise ConfigError(
-            key="transport.dbt_metadata",
-            source="openmetadata transport",
-            reason="is not a mapping of parts to true/false",
-            hint="e.g. {tests: false}; parts: " + ", ".join(PARTS),
-        )
-    unknown = sorted(set(value) - set(PARTS))
-    if unknown:
-        raise ConfigError(
-            key=f"transport.dbt_metadata.{unknown[0]}",
-            source="openmetadata transport",
-            reason="unknown part",
-            hint="valid parts: " + ", ".join(PARTS),
-        )
-    coerced = coerce(dict(value), bools=PARTS)
-    return {p: bool(coerced.get(p, True)) for p in PARTS}
 
 
 def _outputs(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
