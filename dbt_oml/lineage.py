@@ -2,9 +2,11 @@
 
 Pure: no I/O, no environment, no logging setup. Per model the SQL is parsed once, qualified once
 against a MappingSchema (which expands `*`), scoped once, and every output column is traced in one
-walk with per-model memoisation. The result is conservative: SQL that does not parse, a `*` over a
-relation whose columns are unknown, or a reference that does not resolve raises LineageError and
-the caller keeps the model's table-level lineage only. An edge never points at a CTE or alias.
+walk with per-model memoisation. Before sqlglot qualifies columns, lineage_resolve applies DuckDB's
+own name resolution (struct paths, relations with unknown columns). The result is conservative: SQL
+that does not parse, an output `*` over a relation whose columns are unknown, or a reference that
+does not resolve or could belong to two relations raises LineageError and the caller keeps the
+model's table-level lineage only. An edge never points at a CTE or alias.
 """
 
 from __future__ import annotations
