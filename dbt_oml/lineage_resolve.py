@@ -251,6 +251,9 @@ class _Resolver:
     ) -> None:
         """A name whose first part is not a relation: a column of exactly one relation."""
         name = parts[0].name
+        joins = scope.expression.args.get("joins") or []
+        if any(i.name == name for join in joins for i in join.args.get("using") or []):
+            return  # `join ... using (x)`: `x` is the joined relations' merged column
         if any(alias == name for level in levels for alias, _ in level):
             raise OpaqueError(
                 f"{name!r} names a relation and may also be a column of a relation "
