@@ -13,7 +13,7 @@ from dbt_oml.errors import ConfigError
 from dbt_oml.transports import build_transport_factory
 from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport, om_event
 from tests.conftest import free_port
-from tests.fakes.openmetadata import FakeOpenMetadata, Principal
+from tests.fakes.openmetadata import FakeOpenMetadata
 
 BASE = "http://om.test"
 NS = "duckdb://pod"
