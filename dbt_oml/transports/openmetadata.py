@@ -36,7 +36,7 @@ from openlineage.client.serde import Serde
 from openlineage.client.transport.transport import Config, Transport
 
 from dbt_oml import outbox
-from dbt_oml.errors import ConfigError, DbtOmlError, DeliveryError, TerminalDeliveryError
+from dbt_oml.errors import ConfigError, DbtOmlError, TerminalDeliveryError
 from dbt_oml.om.bootstrap import Bootstrap, BootstrapReport, ServiceMapping, TableRef, table_ref
 from dbt_oml.om.client import (
     BasicLogin,
@@ -238,7 +238,7 @@ class OpenMetadataTransport(Transport):
             return
         try:
             outcome = self.deliver(events)
-        except DeliveryError as e:
+        except DbtOmlError as e:  # OM failing, or a token file that cannot be read: keep all
             self._keep(events, str(e))
             return
         self.delivered += len(outcome.delivered)

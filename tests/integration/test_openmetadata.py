@@ -309,9 +309,18 @@ def test_guard_keeps_oms_column_lineage(tmp_path: Path) -> None:
             cwd=copy_project(tmp_path / "b"),
             env=_om_env(url, tmp_path / "tokn"),
         )
-    assert degraded.returncode == 4
-    assert "events NOT sent" in degraded.stderr
-    assert om.edges[(src["id"], dst["id"])] == before
+        assert degraded.returncode == 4
+        assert "events NOT sent" in degraded.stderr
+        assert om.edges[(src["id"], dst["id"])] == before
+        # the refused events, flushed later with a good token: the same per-edge rule holds
+        flushed = run_cli(["flush"], cwd=tmp_path / "b", env=_om_env(url, token))
+        assert flushed.returncode == 0, flushed.stderr[-3000:]
+        assert om.edges[(src["id"], dst["id"])]["columnsLineage"] == before["columnsLineage"]
+        # a run told not to compute column lineage keeps OM's too
+        off = run_cli([*args, "--no-column-lineage"], cwd=tmp_path / "a", env=_om_env(url, token))
+        assert off.returncode == 0, off.stderr[-3000:]
+        assert om.edges[(src["id"], dst["id"])]["columnsLineage"] == before["columnsLineage"]
+        assert "kept the column lineage OpenMetadata holds" in off.stderr
 
 
 def test_dry_run_prints_the_bootstrap_plan(tmp_path: Path) -> None:

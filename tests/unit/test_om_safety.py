@@ -347,3 +347,12 @@ def test_plain_http_with_a_token_warns_once(caplog: pytest.LogCaptureFixture) ->
     for _ in range(2):
         factory.create({"type": "openmetadata", "url": "http://om-plain:8585", "jwt_token": "t"})
     assert caplog.text.count("plain http") == 1
+
+
+def test_an_unreadable_token_file_keeps_every_event(om: FakeOpenMetadata, tmp_path: Path) -> None:
+    t = transport(om, tmp_path, jwt_token=None, jwt_token_file=str(tmp_path / "missing"))
+    t.emit(_event())
+    assert t.close() is False
+    assert (t.delivered, t.undelivered) == (0, 1)
+    assert "jwt_token_file" in t.problems[0]
+    assert len(_kept(tmp_path)) == 1
