@@ -1,5 +1,6 @@
-"""The 51 hand-checked DuckDB column-lineage cases (copied from ../shared/lineage-cases/), and the
-repo's own cases in the same format (lineage_cases_nested.json: nested data, unknown columns)."""
+"""The 51 hand-checked DuckDB column-lineage cases (read from ../shared/lineage-cases/, third-party
+data: skipped when absent, never copied in), and the repo's own cases in the same format
+(tests/fixtures/lineage_cases_nested.json: nested data, unknown columns)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ import pytest
 
 from dbt_oml.errors import LineageError
 from dbt_oml.lineage import ModelLineage, build_schema, column_lineage, schema_case
+from tests.conftest import SHARED
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
+SHARED_CASES = SHARED / "lineage-cases" / "cases.json"
 CASES = [
     case
-    for name in ("lineage_cases.json", "lineage_cases_nested.json")
-    for case in json.loads((FIXTURES / name).read_text())["cases"]
+    for path in (SHARED_CASES, FIXTURES / "lineage_cases_nested.json")
+    if path.exists()
+    for case in json.loads(path.read_text())["cases"]
 ]
 XFAIL = {
     "pivot_duckdb": "DuckDB's PIVOT statement: sqlglot builds no query scope for it; the model is opaque",
@@ -53,6 +57,16 @@ def _params() -> list[Any]:
         )
         out.append(pytest.param(case, id=case["id"], marks=marks))
     return out
+
+
+def test_the_shared_cases_are_there_or_skipped_with_the_reason() -> None:
+    if not SHARED_CASES.exists():
+        pytest.skip(f"{SHARED_CASES} is absent: the 51 shared lineage cases are not run")
+    assert len([c for c in CASES if c["id"] in {x["id"] for x in _shared()}]) == 51
+
+
+def _shared() -> list[dict[str, Any]]:
+    return list(json.loads(SHARED_CASES.read_text())["cases"])
 
 
 @pytest.mark.parametrize("case", _params())
