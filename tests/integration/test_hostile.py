@@ -119,16 +119,20 @@ def test_bad_timings_and_statuses_keep_their_events(built_copy: Path) -> None:
     assert intact.returncode == 0, intact.stderr[-3000:]
     path = built_copy / "target" / "run_results.json"
     doc = json.loads(path.read_text())
-    doc["results"][0]["timing"] = [{"name": "execute", "started_at": "yesterday"}]
-    doc["results"][1]["status"] = "mystery"
+    first, second = (r for r in doc["results"] if r["unique_id"].startswith("model."))
+    first["timing"] = [{"name": "execute", "started_at": "yesterday"}]
+    second["status"] = "mystery"
     path.write_text(json.dumps(doc))
     damaged = run_cli(emit, cwd=built_copy)
     assert damaged.returncode == 0, damaged.stderr[-3000:]
     before, after = (json.loads(r.stdout)["events"] for r in (intact, damaged))
     assert len(after) == len(before)
-    first, second = (r["unique_id"] for r in doc["results"][:2])
-    assert f"WARNING: run_results.json: {first}: unreadable started_at='yesterday'" in (
-        damaged.stderr
+    assert (
+        f"WARNING: run_results.json: {first['unique_id']}: unreadable started_at='yesterday'"
+        in (damaged.stderr)
     )
-    assert f"WARNING: run_results.json: {second}: unknown status 'mystery'" in damaged.stderr
+    assert (
+        f"WARNING: run_results.json: {second['unique_id']}: unknown status 'mystery'"
+        in damaged.stderr
+    )
     assert Counter(e["eventType"] for e in after) == {"START": 3, "COMPLETE": 2, "FAIL": 1}
