@@ -21,13 +21,17 @@ _READERS = re.compile(
     r"|parquet_scan|delta_scan|iceberg_scan|sniff_csv)$",
     re.IGNORECASE,
 )
-#: Cheap text test before parsing: a reader function, or a quoted path-like string.
-_MAYBE_FILE = re.compile(
-    r"read_\w+\s*\(|\w+_scan\s*\("
-    r"|['\"][^'\"]*(://|/|\.(parquet|csv|tsv|json|jsonl|ndjson|txt|xlsx|gz|zst))[^'\"]*['\"]",
-    re.IGNORECASE,
+#: Cheap text tests before parsing: a reader function call ...
+_READER_CALL = re.compile(r"read_\w+\s*\(|\w+_scan\s*\(", re.IGNORECASE)
+#: ... or a quoted string, scanned in order with the comments, so quotes pair as the SQL pairs
+#: them (a lone quote is the last alternative: the text cannot be read, so it is parsed)
+_QUOTED = re.compile(
+    r"--[^\n]*|/\*.*?(?:\*/|\Z)|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|['\"]", re.DOTALL
 )
 _FILE_SUFFIX = re.compile(r"\.(parquet|csv|tsv|json|jsonl|ndjson|txt|xlsx|gz|zst)$", re.IGNORECASE)
+_FILE_SUFFIX_ANYWHERE = re.compile(
+    r"\.(parquet|csv|tsv|json|jsonl|ndjson|txt|xlsx|gz|zst)\b", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -87,6 +91,40 @@ def _looks_like_file(name: str) -> bool:
     return "://" in name or "/" in name or bool(_FILE_SUFFIX.search(name))
 
 
+def _after_from(sql: str, at: int) -> bool:
+    before = sql[max(0, at - 12) : at].rstrip().lower()
+    ahead = before[-5:-4]  # the character before the keyword: none, or not part of a name
+    return before.endswith(("from", "join")) and not (ahead.isalnum() or ahead == "_")
+
+
+def may_name_file(sql: str) -> bool:
+    """Whether `sql` can name a file at all: the text test that spares most models a parse.
+
+    True for a reader function call, a quoted URI or file name (`'s3://b/k'`, `"x.parquet"`),
+    a quoted path right after FROM/JOIN, and SQL whose quotes do not pair. A `/` outside a
+    string (`round(x / 100.0, 2)`) or in a value (`'n/a'`), and quotes in comments, are no file.
+
+    >>> may_name_file("select round(x / 100.0, 2) as y, 'a' as b, 'n/a' as c from t")
+    False
+    >>> may_name_file("select * from 'data/events.parquet'")
+    True
+    """
+    if _READER_CALL.search(sql):
+        return True
+    for match in _QUOTED.finditer(sql):
+        token = match.group()
+        if token[0] not in "'\"":
+            continue  # a comment
+        if len(token) == 1:
+            return True  # an unpaired quote
+        body = token[1:-1]
+        if "://" in body or _FILE_SUFFIX_ANYWHERE.search(body):
+            return True
+        if "/" in body and _after_from(sql, match.start()):
+            return True
+    return False
+
+
 def file_paths(sql: str, *, dialect: str = "duckdb") -> list[str]:
     """The file paths and URIs a query reads, in order of appearance, without duplicates.
 
@@ -95,7 +133,7 @@ def file_paths(sql: str, *, dialect: str = "duckdb") -> list[str]:
     >>> file_paths("select * from read_parquet('a.parquet') join 's3://b/k.csv' using (id)")
     ['a.parquet', 's3://b/k.csv']
     """
-    if not _MAYBE_FILE.search(sql):
+    if not may_name_file(sql):
         return []  # most models read no files: skip the parse
     try:
         statements = sqlglot.parse(sql, read=dialect)

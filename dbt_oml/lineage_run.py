@@ -39,6 +39,24 @@ def seed_headers(manifest: Manifest, project_root: Path) -> dict[str, tuple[str,
     return out
 
 
+#: After a partial run (--select), the cache keeps up to this many entries per model of the project.
+CACHE_ENTRIES_PER_MODEL = 2
+
+
+def prune_cache(cache: DiskCache, artifacts: RunArtifacts, wanted: set[str]) -> None:
+    """Drop the cache entries this run did not use: all of them when every model of the manifest
+    was analysed; else the least recently used beyond a bound (the other models' entries stay)."""
+    models = [
+        uid
+        for uid, n in artifacts.manifest.nodes.items()
+        if n.resource_type in ANALYSED_TYPES and n.materialized != "ephemeral"
+    ]
+    complete = wanted.issuperset(models)
+    removed = cache.prune(keep_at_most=0 if complete else CACHE_ENTRIES_PER_MODEL * len(models))
+    if removed:
+        logger.debug("lineage cache: %d stale entries removed", removed)
+
+
 def column_lineage_for(
     settings: Settings,
     artifacts: RunArtifacts,
@@ -64,17 +82,19 @@ def column_lineage_for(
     }
     if not wanted:
         return {}
+    cache = DiskCache(target_path / STATE_DIR / "lineage-cache")
     result = analyse_models(
         artifacts,
         wanted=wanted,
         dialect=dialect,
         default_catalog=default_catalog,
         seed_headers=seed_headers(artifacts.manifest, project_root),
-        cache=DiskCache(target_path / STATE_DIR / "lineage-cache"),
+        cache=cache,
         workers=min(os.cpu_count() or 1, 8),
         progress=progress,
         extra=extra,
     )
+    prune_cache(cache, artifacts, wanted)
     models = {uid: lin for uid, lin in result.models.items() if uid in wanted}
     report.opaque.update({uid: why for uid, why in result.opaque.items() if uid in wanted})
     report.lineage_models = len(models)

@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from dbt_oml.filerefs import file_dataset, file_paths
+from dbt_oml.filerefs import file_dataset, file_paths, may_name_file
 from dbt_oml.ids import run_id
 
 T0 = datetime(2026, 11, 30, 3, 49, 4, 189000, tzinfo=timezone.utc)
@@ -44,6 +44,28 @@ def test_run_id_depends_on_invocation_key_and_time() -> None:
 )
 def test_file_paths(sql: str, expected: list[str]) -> None:
     assert file_paths(sql) == expected
+    assert may_name_file(sql) or not expected  # the pre-check never hides a file
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        # a `/` between two string literals is no path: the quotes pair around 'a' and 'b'
+        ("select 'a' as x, round(amount / 100.0, 2) as y, 'b' as z from t", False),
+        ("select coalesce(c, 'n/a') as c from t", False),
+        ("select a / b from t -- it's a ratio\nwhere s = 'x'", False),
+        ("select 'it''s' as a, x / 2 as b, 'y' as c from t /* don't */", False),
+        ('select "a/b" as c, 1 / 2 from t', False),
+        ("select * from 'data/events.parquet'", True),
+        ("select * from 's3://lake/raw/e'", True),
+        ("select * from 'data/events'", True),
+        ('select * from "data/x.csv.gz"', True),
+        ("select * from read_parquet(getvariable('p'))", True),
+        ("select 'unpaired from t", True),
+    ],
+)
+def test_may_name_file_pairs_quotes(sql: str, expected: bool) -> None:
+    assert may_name_file(sql) is expected
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-from dbt_oml.artifacts import read_artifacts
+from dbt_oml.artifacts import RunArtifacts, read_artifacts
 from dbt_oml.lineage_batch import (
+    ANALYSED_TYPES,
     analyse_models,
     file_sources,
     known_columns,
@@ -13,6 +15,7 @@ from dbt_oml.lineage_batch import (
     read_as_relations,
 )
 from dbt_oml.lineage_cache import DiskCache
+from dbt_oml.lineage_run import prune_cache
 
 MODELS = {
     "model.jaffle_oml.stg_orders",
@@ -91,6 +94,61 @@ def test_disk_cache_hits_and_invalidation(mini_target: Path, tmp_path: Path) -> 
         read_artifacts(mini_target), wanted=MODELS, dialect="duckdb", cache=cache
     )
     assert changed.analysed == 1
+
+
+def _edit(target: Path, unique_id: str, note: str) -> None:
+    doc = json.loads((target / "run_results.json").read_text())
+    for r in doc["results"]:
+        if r["unique_id"] == unique_id:
+            r["compiled_code"] += f"\n-- {note}"
+    (target / "run_results.json").write_text(json.dumps(doc))
+
+
+def _all_models(arts: RunArtifacts) -> set[str]:
+    return {u for u, n in arts.manifest.nodes.items() if n.resource_type in ANALYSED_TYPES}
+
+
+def test_cache_drops_entries_the_manifest_no_longer_uses(mini_target: Path, tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    analyse_models(
+        read_artifacts(mini_target), wanted=MODELS, dialect="duckdb", cache=DiskCache(root)
+    )
+    entries = len(list(root.rglob("*.json")))
+    for edit in ("one", "two"):
+        _edit(mini_target, "model.jaffle_oml.core_customers", edit)
+        arts = read_artifacts(mini_target)
+        cache = DiskCache(root)
+        again = analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=cache)
+        assert again.analysed == 1
+        prune_cache(cache, arts, _all_models(arts))
+        assert len(list(root.rglob("*.json"))) == entries  # the old entry went
+    warm = analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=DiskCache(root))
+    assert warm.analysed == 0
+
+
+def test_cache_after_a_partial_run_is_bounded_and_keeps_what_it_used(
+    mini_target: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "cache"
+    for edit in range(4):  # four versions of one model: three stale entries
+        _edit(mini_target, "model.jaffle_oml.core_customers", str(edit))
+        analyse_models(
+            read_artifacts(mini_target), wanted=MODELS, dialect="duckdb", cache=DiskCache(root)
+        )
+    entries = sorted(root.rglob("*.json"))
+    for age, path in enumerate(entries):  # a defined order of last use, oldest first
+        os.utime(path, (1_000_000 + age, 1_000_000 + age))
+    arts = read_artifacts(mini_target)
+    cache = DiskCache(root)
+    only = {"model.jaffle_oml.stg_orders"}
+    analyse_models(arts, wanted=only, dialect="duckdb", cache=cache)
+    prune_cache(cache, arts, only)  # partial: bounded by 2 entries per model, nothing to drop
+    assert sorted(root.rglob("*.json")) == entries
+    assert cache.prune(keep_at_most=len(entries) - 2) == 2
+    left = sorted(root.rglob("*.json"))
+    assert all(root / k[:2] / f"{k}.json" in left for k in cache.used)
+    unused = [p for p in entries if p.stem not in cache.used]
+    assert [p for p in entries if p not in left] == unused[:2]  # least recently used went
 
 
 def test_corrupt_cache_entries_are_misses(mini_target: Path, tmp_path: Path) -> None:
