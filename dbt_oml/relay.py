@@ -3,8 +3,10 @@
 A durable pull consumer fetches batches; every message gets one verdict. Delivered: ack. Kept by
 OM for later (an input it cannot resolve yet) or OM unavailable: nak with backoff (the stream is
 the relay's outbox). Refused for good (not a RunEvent, rejected by OM): published to the
-dead-letter subject with the reason in `Dbt-Oml-Reason`, then acked. A NATS fault ends the
-connection; as a service the relay reconnects with backoff. No message can stop the relay.
+dead-letter subject with the reason in `Dbt-Oml-Reason`, then acked. A NATS fault (a lost
+server, a leader election in a cluster) ends the connection; as a service the relay reconnects,
+to any of the servers, with backoff. No message can stop the relay. Replicas on the same durable
+share the work: JetStream hands each message to one of them.
 """
 
 from __future__ import annotations
@@ -29,17 +31,17 @@ from dbt_oml.relay_verdicts import (
     read_event,
     verdicts_of,
 )
-from dbt_oml.transports.jetstream import (
-    JetStreamConfig,
+from dbt_oml.transports.jetstream import JetStreamConfig, ensure_stream
+from dbt_oml.transports.jetstream_connection import (
     NatsUnavailableError,
-    _nats,
     close_quietly,
     connect,
     describe,
-    ensure_stream,
+    nats_module,
     quiet_loop,
     server_label,
     subject_matches,
+    transient_faults,
 )
 
 if TYPE_CHECKING:
@@ -150,7 +152,7 @@ class Relay:
 
     async def _session(self, *, once: bool, stop: asyncio.Event) -> None:
         """One connection: subscribe, then batches until done, stopped or the connection breaks."""
-        nats = _nats()
+        nats = nats_module()
         faults = (OSError, asyncio.TimeoutError, nats.errors.Error)
         lost = asyncio.Event()
         nc = await connect(self.source, on_lost=lost.set)
@@ -179,7 +181,7 @@ class Relay:
                     return  # what OM could not take now comes back later; --once ends here
         except faults as e:
             raise NatsUnavailableError(
-                server=self.server, cause=describe(e, timeout=self.source.connect_timeout)
+                server=self.server, cause=describe(e, timeout=self.source.publish_timeout)
             ) from e
         finally:
             await close_quietly(nc, timeout=self._close_timeout)
@@ -327,7 +329,7 @@ class Relay:
     async def _settle_one(self, js: Any, message: Any, verdict: Verdict) -> Action | None:
         """Ack, nak or dead-letter one message; a NATS fault ends the session, anything else
         is one line (the message then comes back after ack_wait)."""
-        faults = _connection_faults()
+        faults = transient_faults()
         sequence, deliveries = _position(message)
         action = verdict.action
         if verdict.suspect and deliveries >= self.poison_after:
@@ -338,7 +340,8 @@ class Relay:
             else:
                 if action is Action.DEAD:
                     await self._dead_letter(js, message, sequence, verdict.reason)
-                await message.ack_sync()
+                # JetStream's answer, not the 1 s default: a consumer changing leader is slower
+                await message.ack_sync(timeout=self.source.publish_timeout)
                 self._unsettled.discard(sequence)
         except faults:
             raise
@@ -370,22 +373,6 @@ def _position(message: Any) -> tuple[int, int]:
         return int(metadata.sequence.stream), int(metadata.num_delivered)
     except (AttributeError, TypeError, ValueError):  # not a JetStream message (a test double)
         return id(message), 1
-
-
-def _connection_faults() -> tuple[type[BaseException], ...]:
-    """Exceptions that mean the connection to NATS is gone or not answering."""
-    from nats import errors
-
-    return (
-        OSError,
-        asyncio.TimeoutError,
-        errors.ConnectionClosedError,
-        errors.StaleConnectionError,
-        errors.NoRespondersError,
-        errors.OutboundBufferLimitError,
-        errors.ConnectionReconnectingError,
-        errors.ConnectionDrainingError,
-    )
 
 
 async def off_loop(work: Callable[[], T]) -> T:

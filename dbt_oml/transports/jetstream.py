@@ -2,36 +2,47 @@
 
 An openlineage-python Transport (kind `jetstream`). A publish that returns means the stream stored
 the event. The `Nats-Msg-Id` header is derived from the event (run id, event type, job, event
-time), so publishing the same run twice stores it once (JetStream's duplicate window). When no
-server answers within `connect_timeout` (per server), events go to the outbox (the same JSON lines
-`dbt-oml replay` reads) and one line names the server and the cause: nothing is lost. nats-py is
-optional (`pip install 'dbt-oml[nats]'`) and imported only here and in the relay; the transport
-owns a private event loop, so asyncio stays inside.
+time), so publishing the same run twice stores it once (JetStream's duplicate window). In a
+cluster, a publish that meets a leader election or a lost server is retried on another connection
+within `retry_budget` (same id: stored once). When no server answers within `connect_timeout` (per
+server), or the budget is spent, events go to the outbox (the JSON lines `dbt-oml replay` reads)
+and one line names the server and the cause: nothing is lost. nats-py is optional
+(`pip install 'dbt-oml[nats]'`, see jetstream_connection); the transport owns a private event
+loop, so asyncio stays inside.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
-import socket
 import ssl
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import attr
 from openlineage.client.serde import Serde
 from openlineage.client.transport.transport import Config, Transport
 
-from dbt_oml.errors import ConfigError, TransientDeliveryError
+from dbt_oml.errors import ConfigError
 from dbt_oml.outbox import append_events, append_reason
-from dbt_oml.redaction import redact
+from dbt_oml.transports.jetstream_connection import (
+    NatsUnavailableError,
+    cause_of,
+    close_quietly,
+    connect,
+    describe,
+    nats_module,
+    quiet_loop,
+    server_label,
+    transient_faults,
+)
 from dbt_oml.transports.options import coerce, known_values
 
 logger = logging.getLogger(__name__)
-INSTALL_HINT: Final = "pip install 'dbt-oml[nats]'"
 
 
 def message_id(event: Mapping[str, Any]) -> str:
@@ -55,102 +66,29 @@ def message_id(event: Mapping[str, Any]) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def _nats() -> Any:
-    try:
-        import nats
-    except ImportError as e:
+def _check_cluster_values(values: dict[str, Any]) -> None:
+    """`num_replicas` a whole number 1-5 (JetStream's limit), `retry_budget` seconds >= 0."""
+    _number(values, "num_replicas", int, lambda n: 1 <= n <= 5, "is not a whole number 1-5")
+    _number(values, "retry_budget", float, lambda n: n >= 0, "is not a number of seconds >= 0")
+
+
+def _number(
+    values: dict[str, Any], key: str, kind: type[float], valid: Callable[[float], bool], what: str
+) -> None:
+    if key not in values:
+        return
+    value = values[key]
+    number: float | None = None
+    if not isinstance(value, bool):
+        with contextlib.suppress(TypeError, ValueError):
+            number = kind(value)
+    if isinstance(value, float) and number != value:  # 2.5 replicas
+        number = None
+    if number is None or not valid(number):
         raise ConfigError(
-            key="transport.type",
-            source="jetstream transport",
-            reason="nats-py is not installed",
-            hint=INSTALL_HINT,
-        ) from e
-    return nats
-
-
-def subject_matches(pattern: str, subject: str) -> bool:
-    """Whether a NATS subject pattern (`*` one token, `>` the rest) covers a subject.
-
-    >>> subject_matches("ol.events.>", "ol.events.dead"), subject_matches("ol.*", "ol.a.b")
-    (True, False)
-    """
-    want, have = pattern.split("."), subject.split(".")
-    for i, token in enumerate(want):
-        if token == ">":
-            return len(have) > i
-        if i >= len(have) or (token != "*" and token != have[i]):
-            return False
-    return len(want) == len(have)
-
-
-class NatsUnavailableError(TransientDeliveryError):
-    """No NATS server answered, or the connection broke; retrying later may help."""
-
-    def __init__(self, *, server: str, cause: str) -> None:
-        self.server = server
-        self.cause = cause
-        super().__init__(target=f"NATS {server}", reason=cause)
-
-
-def server_label(servers: list[str]) -> str:
-    """The servers as one short text, without credentials.
-
-    >>> server_label(["nats://etl:s3cret@nats:4222"])
-    'nats://***@nats:4222'
-    """
-    return redact(", ".join(servers))
-
-
-def describe(error: BaseException, *, timeout: float) -> str:
-    """A NATS failure in a few words: the cause, never a traceback or a credential.
-
-    >>> describe(ConnectionRefusedError(111, "Connect call failed"), timeout=3)
-    'connection refused'
-    >>> describe(TimeoutError(), timeout=2.5)
-    'no answer within 2.5 s'
-    """
-    from nats import errors as nats_errors
-    from nats.js import errors as js_errors
-
-    if isinstance(error, ConnectionRefusedError):
-        return "connection refused"
-    if isinstance(error, socket.gaierror):
-        return f"cannot resolve the host name ({error.strerror})"
-    if isinstance(error, ssl.SSLError):
-        return f"TLS failed ({error.reason or error})"
-    text = str(error).removeprefix("nats: ").strip().strip("'")
-    if isinstance(error, nats_errors.AuthorizationError) or "authorization" in text.lower():
-        return "not authorized (check user/password, token or credentials_file)"
-    if isinstance(error, nats_errors.NoRespondersError):
-        return "no JetStream there (is the server started with JetStream, -js?)"
-    if isinstance(error, nats_errors.ConnectionClosedError | nats_errors.StaleConnectionError):
-        return "the connection was lost"
-    if isinstance(error, js_errors.APIError):
-        return redact(f"JetStream refused: {error.description or error}")
-    if isinstance(error, asyncio.TimeoutError | TimeoutError):
-        return f"no answer within {timeout:g} s"
-    if isinstance(error, ConnectionResetError | BrokenPipeError):
-        return "the connection was reset"
-    if isinstance(error, OSError):
-        return redact(str(error.strerror or error).lower())
-    if isinstance(error, nats_errors.Error) and text:
-        return redact(text)
-    return redact(f"{type(error).__name__}: {text}" if text else type(error).__name__)
-
-
-def quiet_loop(loop: asyncio.AbstractEventLoop) -> asyncio.AbstractEventLoop:
-    """Route asyncio's unhandled-task reports (nats-py's background tasks) to one debug line."""
-
-    def handler(_: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        error = context.get("exception")
-        logger.debug(
-            "asyncio: %s%s",
-            context.get("message", ""),
-            f" ({type(error).__name__}: {redact(str(error))})" if error else "",
+            key=f"transport.{key}", source="jetstream transport", reason=f"{value!r} {what}"
         )
-
-    loop.set_exception_handler(handler)
-    return loop
+    values[key] = number
 
 
 @attr.define
@@ -171,6 +109,12 @@ class JetStreamConfig(Config):
     tls_ca_file: str | None = None
     publish_timeout: float = 5.0
     connect_timeout: float = 3.0
+    #: copies of the stream in a cluster (1-5), used when the stream is created; 3 survives a
+    #: lost server
+    num_replicas: int = 1
+    #: seconds one publish may keep retrying through a leader election or a lost server, on
+    #: another connection, before events go to the outbox
+    retry_budget: float = 30.0
     outbox_dir: str = "dbt-oml-outbox"
 
     @classmethod
@@ -183,6 +127,7 @@ class JetStreamConfig(Config):
             floats=("max_age", "duplicate_window", "publish_timeout", "connect_timeout"),
             bools=("create_stream",),
         )
+        _check_cluster_values(values)
         if values.get("storage", "file") not in {"file", "memory"}:
             raise ConfigError(
                 key="transport.storage",
@@ -213,84 +158,6 @@ class JetStreamConfig(Config):
         return options
 
 
-class _Attempt:
-    """What nats-py reports while one connection attempt runs (through its callbacks)."""
-
-    def __init__(self, servers: int, on_lost: Callable[[], None] | None) -> None:
-        self.failures: list[BaseException] = []
-        self.every_server_failed = asyncio.Event()
-        self.connected = False
-        self._servers = servers
-        self._on_lost = on_lost
-
-    async def on_error(self, error: Exception) -> None:
-        if self.connected:
-            logger.debug("NATS: %s", redact(f"{type(error).__name__}: {error}"))
-            return
-        self.failures.append(error)
-        if len(self.failures) >= self._servers:
-            self.every_server_failed.set()
-
-    async def on_disconnected(self) -> None:
-        if self.connected and self._on_lost is not None:
-            self._on_lost()
-
-
-async def connect(config: JetStreamConfig, *, on_lost: Callable[[], None] | None = None) -> Any:
-    """One attempt per server, each within `connect_timeout`; the open connection.
-
-    nats-py's own loop would retry until cancelled and print a traceback per failure; here its
-    callbacks collect the failures and the first round that fails on every server ends it.
-
-    Args:
-        config: the servers, credentials and timeout.
-        on_lost: called once when an open connection breaks (the relay reconnects then).
-
-    Raises:
-        NatsUnavailableError: no server answered; names the servers (no credentials) and the cause.
-    """
-    from nats.aio.client import Client
-
-    attempt = _Attempt(len(config.servers), on_lost)
-    nc = Client()
-    task = asyncio.ensure_future(
-        nc.connect(
-            **config.connect_options(),
-            error_cb=attempt.on_error,
-            disconnected_cb=attempt.on_disconnected,
-        )
-    )
-    failed = asyncio.ensure_future(attempt.every_server_failed.wait())
-    try:
-        budget = config.connect_timeout * len(config.servers)
-        await asyncio.wait({task, failed}, timeout=budget, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        failed.cancel()
-        if not task.done():
-            task.cancel()
-        await asyncio.gather(task, failed, return_exceptions=True)
-    error = None if task.cancelled() else task.exception()
-    if task.cancelled() or error is not None:
-        await close_quietly(nc, timeout=config.connect_timeout)
-        cause = error or (attempt.failures[-1] if attempt.failures else asyncio.TimeoutError())
-        raise NatsUnavailableError(
-            server=server_label(config.servers),
-            cause=describe(cause, timeout=config.connect_timeout),
-        )
-    attempt.connected = True
-    return nc
-
-
-async def close_quietly(nc: Any, *, timeout: float) -> None:
-    """Close a connection that may already be broken (SIGTERM while NATS is down): never raises."""
-    from nats import errors as nats_errors
-
-    try:
-        await asyncio.wait_for(nc.close(), timeout)
-    except (OSError, asyncio.TimeoutError, nats_errors.Error) as e:
-        logger.debug("NATS close: %s", describe(e, timeout=timeout))
-
-
 async def ensure_stream(js: Any, config: JetStreamConfig) -> Any:
     """The stream's info; the stream is created when missing (and the config allows it).
 
@@ -316,16 +183,19 @@ async def ensure_stream(js: Any, config: JetStreamConfig) -> Any:
         storage=StorageType.FILE if config.storage == "file" else StorageType.MEMORY,
         max_age=config.max_age,
         duplicate_window=config.duplicate_window,
+        num_replicas=config.num_replicas,
     )
     try:
         return await js.add_stream(stream)
-    except BadRequestError as e:  # e.g. another stream already holds the subject
+    except BadRequestError as e:  # another stream holds the subject; replicas > servers; ...
+        with contextlib.suppress(NotFoundError):  # another producer created it meanwhile
+            return await js.stream_info(config.stream)
         raise ConfigError(
             key="transport.stream",
             source="jetstream transport",
-            reason=f"stream {config.stream!r} cannot be created for {config.subject!r}: "
-            f"{e.description or e}",
-            hint="create it yourself, or choose another subject or stream name",
+            reason=f"stream {config.stream!r} ({config.num_replicas} replica(s)) cannot be "
+            f"created for {config.subject!r}: {e.description or e}",
+            hint="create it yourself, or choose another subject, stream name or num_replicas",
         ) from e
 
 
@@ -335,39 +205,61 @@ class JetStreamTransport(Transport):
 
     def __init__(self, config: JetStreamConfig) -> None:
         self.config = config
-        self._nats = _nats()
+        self._nats = nats_module()
         self._loop = quiet_loop(asyncio.new_event_loop())
         self._nc: Any = None
         self._js: Any = None
+        self._lost = asyncio.Event()
+        self._reached = False  # a server answered once in this run: a fault now is worth a retry
         self._dead: str | None = None
         self.delivered = 0
         self.undelivered = 0
         self.problems: list[str] = []
         self.outbox: Path | None = None
         self._reasons: dict[str, int] = {}
+        self._retried: dict[str, int] = {}
+        self._already_stored = 0
 
     def __repr__(self) -> str:
         servers = server_label(self.config.servers)
         return f"JetStreamTransport({servers!r}, subject={self.config.subject!r})"
 
+    @property
+    def notes(self) -> list[str]:
+        """Lines for the run summary: publishes that needed another try, and why."""
+        if not self._retried:
+            return []
+        causes = "; ".join(f"{cause}: {n}" for cause, n in self._retried.items())
+        again = sum(self._retried.values())
+        stored = f" ({self._already_stored} had been stored)" if self._already_stored else ""
+        return [
+            f"JetStream: {again} event(s) published again after a NATS fault ({causes}), "
+            f"each stored once{stored}"
+        ]
+
     def _run(self, coro: Any) -> Any:
         return self._loop.run_until_complete(coro)
 
-    def _connect(self) -> Any:
+    async def _open(self) -> Any:
         if self._js is None:
-
-            async def open_stream() -> Any:
-                nc = await connect(self.config)
-                try:
-                    js = nc.jetstream(timeout=self.config.publish_timeout)
-                    await ensure_stream(js, self.config)
-                except BaseException:
-                    await close_quietly(nc, timeout=self.config.connect_timeout)
-                    raise
-                return nc, js
-
-            self._nc, self._js = self._run(open_stream())
+            lost = asyncio.Event()
+            nc = await connect(self.config, on_lost=lost.set)
+            self._reached = True
+            try:
+                js = nc.jetstream(timeout=self.config.publish_timeout)
+                await ensure_stream(js, self.config)
+            except BaseException:
+                await close_quietly(nc, timeout=self.config.connect_timeout)
+                raise
+            self._nc, self._js, self._lost = nc, js, lost
         return self._js
+
+    async def _drop_broken(self) -> None:
+        """Forget a connection that broke (its server died); the next try opens another."""
+        nc = self._nc
+        if nc is not None and (self._lost.is_set() or not nc.is_connected):
+            self._nc = self._js = None
+            await close_quietly(nc, timeout=self.config.connect_timeout)
 
     def emit(self, event: Any) -> None:
         doc = Serde.to_dict(event) if not isinstance(event, dict) else dict(event)
@@ -377,16 +269,7 @@ class JetStreamTransport(Transport):
         payload = json.dumps(doc, sort_keys=True).encode()
         headers = {"Nats-Msg-Id": message_id(doc)}
         try:
-            js = self._connect()
-            self._run(
-                js.publish(
-                    self.config.subject,
-                    payload,
-                    timeout=self.config.publish_timeout,
-                    stream=self.config.stream,
-                    headers=headers,
-                )
-            )
+            self._run(self._publish(payload, headers))
         except (NatsUnavailableError, ConfigError) as e:
             self._dead = str(e)  # unreachable: do not pay the timeout again for every event
             self._keep(doc, self._dead)
@@ -398,6 +281,69 @@ class JetStreamTransport(Transport):
             self._keep(doc, reason)
             return
         self.delivered += 1
+
+    async def _publish(self, payload: bytes, headers: dict[str, str]) -> None:
+        """One acknowledged publish. A lost server or a leader election on the way is retried,
+        on a new connection if the old one broke, within `retry_budget`; the Nats-Msg-Id makes
+        a try that was stored before its ack got lost count once.
+
+        Raises:
+            NatsUnavailableError: no server answered at all, or the budget is spent.
+        """
+        loop = asyncio.get_running_loop()
+        started, tries = loop.time(), 0
+        error: BaseException
+        first_cause = ""
+        while True:
+            try:
+                js = await self._open()
+                ack = await self._publish_once(js, payload, headers)
+            except NatsUnavailableError as e:
+                if not self._reached:
+                    raise  # never reached NATS in this run: the outbox now, not in 30 s
+                error = e
+            except transient_faults() as e:
+                error = e
+            else:
+                if tries:
+                    self._retried[first_cause] = self._retried.get(first_cause, 0) + 1
+                    self._already_stored += bool(getattr(ack, "duplicate", False))
+                return
+            cause = cause_of(error, timeout=self.config.publish_timeout)
+            first_cause = first_cause or cause
+            await self._drop_broken()
+            delay = min(0.1 * 2**tries, 2.0)
+            spent = loop.time() - started
+            if spent + delay > self.config.retry_budget:
+                raise NatsUnavailableError(
+                    server=server_label(self.config.servers),
+                    cause=f"{cause} (still after {spent:.0f} s of retries: retry_budget)",
+                ) from error
+            tries += 1
+            await asyncio.sleep(delay)
+
+    async def _publish_once(self, js: Any, payload: bytes, headers: dict[str, str]) -> Any:
+        """The stream's ack; a connection that breaks meanwhile ends the wait at once."""
+        publish = asyncio.ensure_future(
+            js.publish(
+                self.config.subject,
+                payload,
+                timeout=self.config.publish_timeout,
+                stream=self.config.stream,
+                headers=headers,
+            )
+        )
+        lost = asyncio.ensure_future(self._lost.wait())
+        try:
+            await asyncio.wait({publish, lost}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (publish, lost):
+                if not task.done():
+                    task.cancel()
+            await asyncio.gather(publish, lost, return_exceptions=True)
+        if publish.cancelled():
+            raise self._nats.errors.ConnectionClosedError
+        return publish.result()
 
     def close(self, timeout: float = -1) -> bool:  # noqa: ARG002 - publishes are synchronous
         if self._nc is not None:  # every publish was acknowledged: nothing to drain

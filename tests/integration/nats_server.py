@@ -1,6 +1,6 @@
-"""A real nats-server for the tests (stopped and restarted on the same port and store), and a
-subprocess whose stderr lines can be waited for. Readiness and progress are waited on as lines,
-never with sleeps."""
+"""A real nats-server for the tests (stopped and restarted on the same port and store), a cluster
+of three, and a subprocess whose stderr lines can be waited for. Readiness and progress are waited
+on as lines or as conditions in bounded loops, never with sleeps."""
 
 from __future__ import annotations
 
@@ -10,15 +10,17 @@ import shutil
 import signal
 import subprocess
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import pytest
 
 from tests.conftest import free_port
 
 NATS_SERVER = shutil.which("nats-server") or "/usr/sbin/nats-server"
+T = TypeVar("T")
 
 
 class Lines:
@@ -66,36 +68,166 @@ class Lines:
 
 
 class NatsServer:
-    """nats-server with JetStream on 127.0.0.1; `stop()` and `start()` keep port and store."""
+    """nats-server with JetStream on 127.0.0.1; `stop()` and `start()` keep port and store.
 
-    def __init__(self, store: Path, port: int | None = None) -> None:
+    With `name` and `cluster` (its route URL, the others' and the cluster's name) it is one node
+    of a JetStream cluster; `start()` then also waits until it knows the metadata leader.
+    """
+
+    def __init__(
+        self,
+        store: Path,
+        port: int | None = None,
+        *,
+        name: str | None = None,
+        cluster: tuple[str, str, list[str]] | None = None,
+    ) -> None:
         if not Path(NATS_SERVER).exists():
             pytest.skip("nats-server is not installed (apt-get install nats-server)")
         self.port = port or free_port()
         self.store = store
+        self.name = name
+        self.cluster = cluster
         self.proc: subprocess.Popen[str] | None = None
+        self.log: Lines | None = None
 
     @property
     def url(self) -> str:
         return f"nats://127.0.0.1:{self.port}"
 
-    def start(self) -> NatsServer:
+    def launch(self) -> NatsServer:
+        """Start the process; `wait_ready()` waits for it (a cluster launches all nodes first)."""
         command = [NATS_SERVER, "-js", "-a", "127.0.0.1", "-p", str(self.port)]
+        command += ["-sd", str(self.store)]
+        if self.name:
+            command += ["-n", self.name]
+        if self.cluster:
+            cluster_name, route, routes = self.cluster
+            command += ["--cluster_name", cluster_name, "--cluster", route]
+            command += ["--routes", ",".join(routes)]
         self.proc = subprocess.Popen(
-            [*command, "-sd", str(self.store)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
         )
         assert self.proc.stderr is not None
-        Lines(self.proc.stderr).wait_for("Server is ready", timeout=30)
+        self.log = Lines(self.proc.stderr)
         return self
+
+    def wait_ready(self, timeout: float = 60) -> NatsServer:
+        assert self.log is not None
+        ready = self.log.wait_for("Server is ready", timeout=timeout)
+        if self.cluster:
+            self.log.wait_for(METADATA_LEADER, after=ready, timeout=timeout)
+        return self
+
+    def start(self) -> NatsServer:
+        return self.launch().wait_ready()
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()  # no goodbye to the clients: the connection just breaks
             self.proc.wait(timeout=30)
         self.proc = None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+#: What a cluster node logs once it knows the JetStream metadata leader (itself or another).
+METADATA_LEADER = r"JetStream cluster new metadata leader|Self is new JetStream cluster metadata"
+
+
+class NatsCluster:
+    """Three nats-servers on loopback forming one JetStream cluster (routes between all)."""
+
+    def __init__(self, root: Path, *, size: int = 3, name: str = "dbt-oml-test") -> None:
+        routes = [f"nats://127.0.0.1:{free_port()}" for _ in range(size)]
+        self.nodes = [
+            NatsServer(
+                root / f"n{i}",
+                name=f"n{i}",
+                cluster=(name, route, [r for r in routes if r != route]),
+            )
+            for i, route in enumerate(routes, start=1)
+        ]
+
+    @property
+    def urls(self) -> list[str]:
+        return [node.url for node in self.nodes]
+
+    def node(self, name: str) -> NatsServer:
+        return next(node for node in self.nodes if node.name == name)
+
+    def start(self) -> NatsCluster:
+        for node in self.nodes:  # all at once: none elects a leader alone
+            node.launch()
+        for node in self.nodes:
+            node.wait_ready()
+        return self
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+    def running_urls(self) -> list[str]:
+        return [node.url for node in self.nodes if node.running]
+
+    def stream_leader(self, stream: str) -> str:
+        """The name of the node leading `stream` (waits through an election)."""
+
+        async def leader(js: Any) -> str | None:
+            info = await js.stream_info(stream)
+            return info.cluster.leader if info.cluster else None
+
+        return str(
+            wait_for_value(lambda: js_call(self.running_urls(), leader), f"{stream}'s leader")
+        )
+
+    def consumer_leader(self, stream: str, durable: str) -> str:
+        async def leader(js: Any) -> str | None:
+            info = await js.consumer_info(stream, durable)
+            return info.cluster.leader if info.cluster else None
+
+        return str(
+            wait_for_value(
+                lambda: js_call(self.running_urls(), leader), f"consumer {durable}'s leader"
+            )
+        )
+
+    def wait_current(self, stream: str) -> None:
+        """Until every replica of `stream` has caught up with its leader."""
+
+        async def current(js: Any) -> bool | None:
+            cluster = (await js.stream_info(stream)).cluster
+            if cluster is None or not cluster.leader:
+                return None
+            replicas = cluster.replicas or []
+            everyone = len(replicas) == len(self.nodes) - 1
+            return (everyone and all(r.current and not r.offline for r in replicas)) or None
+
+        wait_for_value(lambda: js_call(self.running_urls(), current), f"{stream} replicas current")
+
+
+def wait_for_value(probe: Callable[[], T | None], what: str, *, timeout: float = 120) -> T:
+    """Poll `probe` until it returns a value (not None); a NATS fault counts as "not yet".
+
+    Bounded: fails after `timeout` seconds with the last fault. Each probe is a round trip to
+    the servers, so the loop paces itself; a short wait between probes spares the CPU.
+    """
+    from nats.errors import Error as NatsError
+
+    deadline = time.monotonic() + timeout
+    last: BaseException | None = None
+    pause = threading.Event()
+    while time.monotonic() < deadline:
+        try:
+            value = probe()
+        except (NatsError, OSError, asyncio.TimeoutError) as e:
+            last, value = e, None
+        if value is not None:
+            return value
+        pause.wait(0.1)  # pacing of a bounded poll, not a wait for something to happen
+    pytest.fail(f"no {what} within {timeout} s (last fault: {last!r})")
 
 
 class Watched:
@@ -134,16 +266,17 @@ class Watched:
             self.proc.wait(timeout=30)
 
 
-async def _js_call(url: str, call: Any) -> Any:
+async def _js_call(url: str | list[str], call: Any) -> Any:
     import nats
 
-    nc = await nats.connect(url)
+    servers = [url] if isinstance(url, str) else url
+    nc = await nats.connect(servers=servers, allow_reconnect=False, connect_timeout=2)
     try:
-        return await call(nc.jetstream())
+        return await call(nc.jetstream(timeout=5))
     finally:
         await nc.close()
 
 
-def js_call(url: str, call: Any) -> Any:
-    """Run `await call(js)` on a fresh connection (test set-up and checks)."""
+def js_call(url: str | list[str], call: Any) -> Any:
+    """Run `await call(js)` on a fresh connection to a server of `url` (set-up and checks)."""
     return asyncio.run(_js_call(url, call))

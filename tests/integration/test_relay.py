@@ -9,6 +9,7 @@ import asyncio
 import hashlib
 import json
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -419,6 +420,49 @@ def test_a_dead_letter_subject_that_cannot_work_is_refused_at_start(
     assert relay.returncode == 3, relay.stderr[-3000:]
     assert message.format(**fill) in relay.stderr
     assert len(relay.stderr.strip().splitlines()) == 1
+
+
+# -- 5. replicas (issue 16) ---------------------------------------------------------------------
+
+
+def test_two_replicas_share_the_consumer_and_deliver_each_event_once(
+    stream: dict[str, Any],
+) -> None:
+    """Two relays on one durable: both hold a batch at the same time; no event goes twice."""
+    publish(stream, valid_events(20))
+    both_hold_a_batch = threading.Barrier(2, timeout=60)
+
+    def answerer() -> Callable[[list[dict[str, Any]]], Answer]:
+        first = [True]
+
+        def answer(events: list[dict[str, Any]]) -> Answer:
+            if first[0]:
+                first[0] = False
+                both_hold_a_batch.wait()  # returns when the other replica holds a batch too
+            return Answer(delivered=list(range(len(events))))
+
+        return answer
+
+    async def main() -> list[Any]:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def all_delivered() -> None:
+            if sum(len(call) for om in oms for call in om.calls) >= 20:
+                loop.call_soon_threadsafe(stop.set)
+
+        oms = [StubOM(answerer(), on_call=all_delivered) for _ in range(2)]
+        relays = [_relay(stream, om, batch=5, fetch_timeout=0.5) for om in oms]
+        reports = await asyncio.gather(*(r.run(once=False, stop=stop) for r in relays))
+        return [(report, om) for report, om in zip(reports, oms, strict=True)]
+
+    results = asyncio.run(asyncio.wait_for(main(), 120))
+    assert both_hold_a_batch.broken is False
+    names = [name for _, om in results for call in om.calls for name in call]
+    assert sorted(names) == sorted(f"job_{i}" for i in range(20))  # each once
+    assert all(report.delivered > 0 for report, _ in results)
+    assert sum(report.delivered for report, _ in results) == 20
+    assert consumer(stream) == (0, 0)
 
 
 # -- 4. budget, event loop, counts --------------------------------------------------------------

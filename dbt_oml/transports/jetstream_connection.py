@@ -1,0 +1,230 @@
+"""The NATS connection for the JetStream transport and the relay: one bounded attempt per server,
+a lost connection reported once, faults named in a few words and sorted into "try again" or not.
+
+nats-py is optional (`pip install 'dbt-oml[nats]'`) and imported only inside these functions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import ssl
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+from dbt_oml.errors import ConfigError, TransientDeliveryError
+from dbt_oml.redaction import redact
+
+if TYPE_CHECKING:
+    from dbt_oml.transports.jetstream import JetStreamConfig
+
+logger = logging.getLogger(__name__)
+INSTALL_HINT: Final = "pip install 'dbt-oml[nats]'"
+
+
+def nats_module() -> Any:
+    """nats-py, or ConfigError with the install hint."""
+    try:
+        import nats
+    except ImportError as e:
+        raise ConfigError(
+            key="transport.type",
+            source="jetstream transport",
+            reason="nats-py is not installed",
+            hint=INSTALL_HINT,
+        ) from e
+    return nats
+
+
+def subject_matches(pattern: str, subject: str) -> bool:
+    """Whether a NATS subject pattern (`*` one token, `>` the rest) covers a subject.
+
+    >>> subject_matches("ol.events.>", "ol.events.dead"), subject_matches("ol.*", "ol.a.b")
+    (True, False)
+    """
+    want, have = pattern.split("."), subject.split(".")
+    for i, token in enumerate(want):
+        if token == ">":
+            return len(have) > i
+        if i >= len(have) or (token != "*" and token != have[i]):
+            return False
+    return len(want) == len(have)
+
+
+class NatsUnavailableError(TransientDeliveryError):
+    """No NATS server answered, or the connection broke; retrying later may help."""
+
+    def __init__(self, *, server: str, cause: str) -> None:
+        self.server = server
+        self.cause = cause
+        super().__init__(target=f"NATS {server}", reason=cause)
+
+
+def server_label(servers: list[str]) -> str:
+    """The servers as one short text, without credentials.
+
+    >>> server_label(["nats://etl:s3cret@nats:4222"])
+    'nats://***@nats:4222'
+    """
+    return redact(", ".join(servers))
+
+
+def describe(error: BaseException, *, timeout: float) -> str:
+    """A NATS failure in a few words: the cause, never a traceback or a credential.
+
+    >>> describe(ConnectionRefusedError(111, "Connect call failed"), timeout=3)
+    'connection refused'
+    >>> describe(TimeoutError(), timeout=2.5)
+    'no answer within 2.5 s'
+    """
+    from nats import errors as nats_errors
+    from nats.js import errors as js_errors
+
+    if isinstance(error, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(error, socket.gaierror):
+        return f"cannot resolve the host name ({error.strerror})"
+    if isinstance(error, ssl.SSLError):
+        return f"TLS failed ({error.reason or error})"
+    text = str(error).removeprefix("nats: ").strip().strip("'")
+    if isinstance(error, nats_errors.AuthorizationError) or "authorization" in text.lower():
+        return "not authorized (check user/password, token or credentials_file)"
+    if isinstance(error, nats_errors.NoRespondersError):
+        return "no JetStream there (is the server started with JetStream, -js?)"
+    if isinstance(error, js_errors.NoStreamResponseError):
+        return "the stream has no leader (an election, or too few of its servers are up)"
+    if isinstance(error, js_errors.ServiceUnavailableError):
+        return "JetStream is not available yet (a leader election, or a server catching up)"
+    if isinstance(error, nats_errors.ConnectionClosedError | nats_errors.StaleConnectionError):
+        return "the connection was lost"
+    if isinstance(error, js_errors.APIError):
+        return redact(f"JetStream refused: {error.description or error}")
+    if isinstance(error, asyncio.TimeoutError | TimeoutError):
+        return f"no answer within {timeout:g} s"
+    if isinstance(error, ConnectionResetError | BrokenPipeError):
+        return "the connection was reset"
+    if isinstance(error, OSError):
+        return redact(str(error.strerror or error).lower())
+    if isinstance(error, nats_errors.Error) and text:
+        return redact(text)
+    return redact(f"{type(error).__name__}: {text}" if text else type(error).__name__)
+
+
+def quiet_loop(loop: asyncio.AbstractEventLoop) -> asyncio.AbstractEventLoop:
+    """Route asyncio's unhandled-task reports (nats-py's background tasks) to one debug line."""
+
+    def handler(_: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        error = context.get("exception")
+        logger.debug(
+            "asyncio: %s%s",
+            context.get("message", ""),
+            f" ({type(error).__name__}: {redact(str(error))})" if error else "",
+        )
+
+    loop.set_exception_handler(handler)
+    return loop
+
+
+class _Attempt:
+    """What nats-py reports while one connection attempt runs (through its callbacks)."""
+
+    def __init__(self, servers: int, on_lost: Callable[[], None] | None) -> None:
+        self.failures: list[BaseException] = []
+        self.every_server_failed = asyncio.Event()
+        self.connected = False
+        self._servers = servers
+        self._on_lost = on_lost
+
+    async def on_error(self, error: Exception) -> None:
+        if self.connected:
+            logger.debug("NATS: %s", redact(f"{type(error).__name__}: {error}"))
+            return
+        self.failures.append(error)
+        if len(self.failures) >= self._servers:
+            self.every_server_failed.set()
+
+    async def on_disconnected(self) -> None:
+        if self.connected and self._on_lost is not None:
+            self._on_lost()
+
+
+async def connect(config: JetStreamConfig, *, on_lost: Callable[[], None] | None = None) -> Any:
+    """One attempt per server, each within `connect_timeout`; the open connection.
+
+    nats-py's own loop would retry until cancelled and print a traceback per failure; here its
+    callbacks collect the failures and the first round that fails on every server ends it.
+
+    Args:
+        config: the servers, credentials and timeout.
+        on_lost: called once when an open connection breaks (the relay reconnects then).
+
+    Raises:
+        NatsUnavailableError: no server answered; names the servers (no credentials) and the cause.
+    """
+    from nats.aio.client import Client
+
+    attempt = _Attempt(len(config.servers), on_lost)
+    nc = Client()
+    task = asyncio.ensure_future(
+        nc.connect(
+            **config.connect_options(),
+            error_cb=attempt.on_error,
+            disconnected_cb=attempt.on_disconnected,
+        )
+    )
+    failed = asyncio.ensure_future(attempt.every_server_failed.wait())
+    try:
+        budget = config.connect_timeout * len(config.servers)
+        await asyncio.wait({task, failed}, timeout=budget, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        failed.cancel()
+        if not task.done():
+            task.cancel()
+        await asyncio.gather(task, failed, return_exceptions=True)
+    error = None if task.cancelled() else task.exception()
+    if task.cancelled() or error is not None:
+        await close_quietly(nc, timeout=config.connect_timeout)
+        cause = error or (attempt.failures[-1] if attempt.failures else asyncio.TimeoutError())
+        raise NatsUnavailableError(
+            server=server_label(config.servers),
+            cause=describe(cause, timeout=config.connect_timeout),
+        )
+    attempt.connected = True
+    return nc
+
+
+def transient_faults() -> tuple[type[BaseException], ...]:
+    """NATS faults after which another try, maybe on another server, may work: the connection
+    broke or is not answering, or the stream or consumer has no leader for the moment."""
+    from nats import errors
+    from nats.js import errors as js_errors
+
+    return (
+        OSError,
+        asyncio.TimeoutError,  # nats.errors.TimeoutError too
+        errors.ConnectionClosedError,
+        errors.StaleConnectionError,
+        errors.NoRespondersError,
+        errors.OutboundBufferLimitError,
+        errors.ConnectionReconnectingError,
+        errors.ConnectionDrainingError,
+        js_errors.NoStreamResponseError,
+        js_errors.ServiceUnavailableError,
+    )
+
+
+def cause_of(error: BaseException, *, timeout: float) -> str:
+    if isinstance(error, NatsUnavailableError):
+        return error.cause
+    return describe(error, timeout=timeout)
+
+
+async def close_quietly(nc: Any, *, timeout: float) -> None:
+    """Close a connection that may already be broken (SIGTERM while NATS is down): never raises."""
+    from nats import errors as nats_errors
+
+    try:
+        await asyncio.wait_for(nc.close(), timeout)
+    except (OSError, asyncio.TimeoutError, nats_errors.Error) as e:
+        logger.debug("NATS close: %s", describe(e, timeout=timeout))
