@@ -55,8 +55,14 @@ Usage:
                                                    never *.rejected.jsonl: replay those by name)
   dbt-oml relay [--once] [--batch N] [--durable NAME]
                                                    drain JetStream into OpenMetadata
-  dbt-oml lineage MODEL [COLUMN] [--json]         a model's column lineage from existing
-                                                   artifacts, upstream to sources
+  dbt-oml lineage [MODEL [COLUMN]] [--downstream] [--depth N] [--json] [--html FILE]
+                                                   column lineage from existing artifacts,
+                                                   upstream to files and sources or downstream;
+                                                   --html writes the explorer (lineage --help)
+  dbt-oml impact MODEL.COLUMN... | --state DIR [--format text|json|md] [--fail-on removed]
+                                                   what downstream reads changed columns
+                                                   (columns, models, tests, exposures; impact
+                                                   --help); exit 1 for --fail-on
 
 Options (anywhere on the line; everything else goes to dbt unchanged):
   --dry-run                     print the events as one JSON document on stdout, send nothing
@@ -230,46 +236,176 @@ def _relay(settings: Any, rest: list[str]) -> int:
     return ExitCode.SUCCESS
 
 
-def _lineage(rest: list[str], cwd: Path) -> int:
-    from dbt_oml import offline
-    from dbt_oml.lineage_view import as_json, as_text
+_PROJECT_HELP = (
+    "Project options: --project-dir, --profiles-dir, --profile, --target/-t, --target-path, "
+    "--vars (dbt's meaning and environment variables)."
+)
+LINEAGE_HELP = f"""Column lineage from existing artifacts (run dbt or dbt-oml first).
 
-    command = click.Command(
+MODEL is a model, snapshot, seed or source (name, `source.table` or unique_id); COLUMN one of
+its columns (default: every column). Upstream (the default) follows each column to the sources,
+seeds' CSV files and files it comes from; --downstream to every column and model that reads it.
+Without MODEL, --json and --html cover the whole project. The JSON document's shape is in the
+README (Column lineage).
+
+{_PROJECT_HELP}
+
+\b
+Exit codes:
+  0  done
+  3  unknown model or column, a model without column lineage, missing artifacts
+  5  a dbt-oml bug
+"""
+
+
+def _lineage_command() -> click.Command:
+    return click.Command(
         "lineage",
         params=[
             *_EMIT_OPTIONS,
-            click.Option(["--json", "as_json_"], is_flag=True),
-            click.Argument(["model"]),
+            click.Option(["--upstream", "up"], is_flag=True, help="Trace upstream (default)."),
+            click.Option(["--downstream", "down"], is_flag=True, help="Trace downstream."),
+            click.Option(["--depth"], type=click.IntRange(min=1), help="Follow at most N hops."),
+            click.Option(
+                ["--direct-only"],
+                is_flag=True,
+                help="Only edges that carry values (DIRECT), not filters, joins, conditions.",
+            ),
+            click.Option(["--json", "as_json_"], is_flag=True, help="Print the JSON document."),
+            click.Option(
+                ["--html"],
+                type=click.Path(dir_okay=False, writable=True),
+                help="Write the explorer (one self-contained HTML file) to FILE.",
+            ),
+            click.Argument(["model"], required=False),
             click.Argument(["column"], required=False),
         ],
+        help=LINEAGE_HELP,
         add_help_option=False,
+        context_settings={"max_content_width": 100},
     )
+
+
+def _help_of(command: click.Command, name: str) -> str:
+    return command.get_help(click.Context(command, info_name=f"dbt-oml {name}"))
+
+
+def _lineage(rest: list[str], cwd: Path) -> int:
+    from dbt_oml import offline
+    from dbt_oml.lineage_view import LineageQueryError, Query, TreeOptions, answer, text_lines
+
+    command = _lineage_command()
+    if "--help" in rest or "-h" in rest:
+        click.echo(_help_of(command, "lineage"))
+        return ExitCode.SUCCESS
     opts = _parse(command, rest)
-    model, column, want_json = opts.pop("model"), opts.pop("column"), opts.pop("as_json_")
+    model, column, html = opts.pop("model"), opts.pop("column"), opts.pop("html")
+    want_json, up, down = opts.pop("as_json_"), opts.pop("up"), opts.pop("down")
+    options = TreeOptions(depth=opts.pop("depth"), direct_only=opts.pop("direct_only"))
+    if model is None and not (want_json or html):
+        raise click.UsageError("needs MODEL [COLUMN] (or --json/--html for the whole project)")
+    query = Query(model, column, upstream=up or not down, downstream=down, options=options)
     view = offline.lineage_view(_project_options(opts, cwd))
-    node = view.find_model(model)
-    if node is None:
-        raise ConfigError(key="lineage", source=model, reason="no such model (name or unique_id)")
-    lineage = view.models.get(node.unique_id)
-    if lineage is None:
-        reason = view.opaque.get(node.unique_id, "not analysed")
-        raise ConfigError(
-            key="lineage", source=node.unique_id, reason=f"has no column lineage: {reason}"
-        )
-    columns = [
-        e.output for e in lineage.columns if column is None or e.output.lower() == column.lower()
-    ]
-    if not columns:
-        raise ConfigError(key="lineage", source=node.unique_id, reason=f"has no column {column!r}")
+    try:
+        result = answer(view, query)
+        if html:
+            focus = answer(view, Query()).document
+            focus.update(model=result.document["model"], column=column)
+            path = offline.write_explorer(Path(html), focus)
+            say(f"dbt-oml lineage: explorer written to {path} (open it: xdg-open {path})")
+    except LineageQueryError as e:
+        say(f"dbt-oml lineage: {e}")
+        return ExitCode.USAGE
     if want_json:
-        doc = {
-            "model": node.unique_id,
-            "columns": {c: as_json(view.trace(node, c)) for c in columns},
-        }
-        click.echo(json.dumps(doc, indent=1))
+        click.echo(json.dumps(result.document, indent=1))
+    elif not html:
+        click.echo("\n".join(text_lines(result)))
+    return ExitCode.SUCCESS
+
+
+IMPACT_HELP = f"""What reads the given columns, downstream: every column (direct or indirect), every
+model whose rows they shape (joins, filters), every dbt test and exposure, each with the path.
+
+COLUMNS are MODEL.COLUMN (a model, snapshot, seed or source, as for `dbt-oml lineage`). With
+--state DIR (the target directory of a production build, as dbt's --state), the models whose
+compiled SQL changed are compared with it: removed, renamed and changed columns are the ones
+analysed. Works from artifacts alone: `dbt compile` is enough for the current build.
+
+{_PROJECT_HELP}
+
+\b
+Exit codes:
+  0  done
+  1  --fail-on removed: a removed (or renamed) column is still read downstream;
+     --fail-on changed: any changed column is read downstream
+  3  unknown model or column, missing artifacts
+  5  a dbt-oml bug
+"""
+
+
+def _impact_command() -> click.Command:
+    return click.Command(
+        "impact",
+        params=[
+            *_EMIT_OPTIONS,
+            click.Option(
+                ["--state"],
+                type=click.Path(file_okay=False),
+                help="Target directory of the production build to compare with.",
+            ),
+            click.Option(["--json", "as_json_"], is_flag=True, help="Same as --format json."),
+            click.Option(
+                ["--format", "fmt"],
+                type=click.Choice(["text", "json", "md"]),
+                default="text",
+                help="text (default), json, or md (GitHub-flavoured Markdown for a CI comment).",
+            ),
+            click.Option(
+                ["--fail-on"],
+                type=click.Choice(["removed", "changed"]),
+                help="Exit 1 when a removed (or any changed) column is still read downstream.",
+            ),
+            click.Argument(["columns"], nargs=-1),
+        ],
+        help=IMPACT_HELP,
+        add_help_option=False,
+        context_settings={"max_content_width": 100},
+    )
+
+
+def _impact(rest: list[str], cwd: Path) -> int:
+    from dbt_oml import impact_report
+    from dbt_oml.impact_run import impact
+    from dbt_oml.lineage_view import LineageQueryError
+
+    command = _impact_command()
+    if "--help" in rest or "-h" in rest:
+        click.echo(_help_of(command, "impact"))
+        return ExitCode.SUCCESS
+    opts = _parse(command, rest)
+    columns, state, fail_on = opts.pop("columns"), opts.pop("state"), opts.pop("fail_on")
+    as_json_, fmt = opts.pop("as_json_"), opts.pop("fmt")
+    fmt = "json" if as_json_ else fmt
+    if not columns and not state:
+        raise click.UsageError("needs MODEL.COLUMN ... or --state DIR")
+    try:
+        report, graph = impact(
+            _project_options(opts, cwd), state=Path(state) if state else None, columns=columns
+        )
+    except LineageQueryError as e:
+        say(f"dbt-oml impact: {e}")
+        return ExitCode.USAGE
+    if fmt == "json":
+        click.echo(json.dumps(impact_report.as_json(report, graph), indent=1))
+    elif fmt == "md":
+        click.echo(impact_report.as_markdown(report, graph), nl=False)
     else:
-        for c in columns:
-            click.echo("\n".join(as_text(node.unique_id, c, view.trace(node, c))))
+        click.echo("\n".join(impact_report.as_text(report, graph)))
+    failing = report.failing(fail_on)
+    if failing:
+        names = ", ".join(f"{i.change.node}.{i.change.column}" for i in failing)
+        say(f"dbt-oml impact: --fail-on {fail_on}: still read downstream: {names}")
+        return ExitCode.DBT_FAILURE
     return ExitCode.SUCCESS
 
 
@@ -300,7 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging(settings.oml_log_level)
     os.environ.setdefault("DO_NOT_TRACK", "1")  # no usage-stats posts from inside a pod
     command = rest[0] if rest else ""
-    if command in {"emit", "send-events", "replay", "flush", "lineage", "relay"}:
+    if command in {"emit", "send-events", "replay", "flush", "lineage", "impact", "relay"}:
         return _own_command(command, settings, rest[1:], cwd)
     from dbt_oml import pipeline
     from dbt_oml.run_state import Report
@@ -341,6 +477,8 @@ def _own_command(command: str, settings: Any, rest: list[str], cwd: Path) -> int
     try:
         if command == "lineage":
             return _lineage(rest, cwd)
+        if command == "impact":
+            return _impact(rest, cwd)
         if command == "relay":
             return _relay(settings, rest)
         if command == "flush":
