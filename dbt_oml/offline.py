@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from dbt_oml.artifacts import RunArtifacts, failure_summary, read_artifacts
 from dbt_oml.config import Settings
@@ -19,8 +20,9 @@ from dbt_oml.delivery import Delivery, read_outbox
 from dbt_oml.errors import ArtifactError
 from dbt_oml.event_inputs import Invocation
 from dbt_oml.events import build_events
-from dbt_oml.lineage_batch import ANALYSED_TYPES, analyse_models
+from dbt_oml.lineage_batch import ANALYSED_TYPES, analyse_models, known_columns
 from dbt_oml.lineage_cache import DiskCache
+from dbt_oml.lineage_graph import build_graph
 from dbt_oml.lineage_run import column_lineage_for, seed_headers
 from dbt_oml.lineage_view import LineageView
 from dbt_oml.run_state import (
@@ -147,13 +149,29 @@ def lineage_view(options: ProjectOptions) -> LineageView:
         for uid, n in artifacts.manifest.nodes.items()
         if n.resource_type in ANALYSED_TYPES and n.materialized != "ephemeral"
     }
+    headers = seed_headers(artifacts.manifest, project.project_dir)
     result = analyse_models(
         artifacts,
         wanted=wanted,
         dialect=project.adapter_type,
         default_catalog=project.catalogs[0].alias if project.catalogs else None,
-        seed_headers=seed_headers(artifacts.manifest, project.project_dir),
+        seed_headers=headers,
         cache=DiskCache(project.target_path / STATE_DIR / "lineage-cache"),
         workers=min(os.cpu_count() or 1, 8),
     )
-    return LineageView(manifest=artifacts.manifest, models=result.models, opaque=result.opaque)
+    graph = build_graph(
+        artifacts.manifest,
+        result.models,
+        opaque=result.opaque,
+        known=known_columns(artifacts, seed_headers=headers),
+    )
+    return LineageView(graph)
+
+
+def write_explorer(path: Path, document: Mapping[str, Any]) -> Path:
+    """`dbt-oml lineage --html FILE`: the explorer page for a lineage document, one file."""
+    from dbt_oml.explorer import render
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(document), encoding="utf-8")
+    return path.resolve()
