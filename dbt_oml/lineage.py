@@ -12,7 +12,7 @@ model's table-level lineage only. An edge never points at a CTE or alias.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 import sqlglot
@@ -59,7 +59,9 @@ __all__ = [
 ]
 
 #: Bumped whenever answers may change, so cached results are not reused across versions.
-ENGINE_VERSION: Final = "3"
+ENGINE_VERSION: Final = "4"
+#: dbt's Python models define `def model(dbt, session)`; their compiled code is Python.
+_PYTHON_MODEL: Final = re.compile(r"^\s*def\s+model\s*\(\s*dbt\s*,", re.MULTILINE)
 
 
 def _schema_case(schema: Mapping[str, object]) -> dict[str, str]:
@@ -136,6 +138,7 @@ def column_lineage(
     default_catalog: str | None = None,
     default_schema: str | None = None,
     case: Mapping[str, str] | None = None,
+    own_columns: Sequence[str] = (),
 ) -> ModelLineage:
     """Trace every output column of `sql` to the source columns it reads.
 
@@ -147,6 +150,8 @@ def column_lineage(
         default_catalog: the catalog unqualified relations resolve to.
         default_schema: the schema unqualified relations resolve to.
         case: lower-case name -> original spelling, to give names back their case.
+        own_columns: the model's columns as its catalog entry lists them: a `select *` over a
+            file (whose columns nobody else knows) takes them.
 
     Raises:
         LineageError: the model is opaque (unparseable SQL, unknown `*`, an unresolved name).
@@ -157,6 +162,10 @@ def column_lineage(
     >>> [(e.output, [i.column for i, _ in e.inputs]) for e in lin.columns]
     [('id', ['id']), ('a2', ['amount'])]
     """
+    if _PYTHON_MODEL.search(sql):
+        raise LineageError(unique_id=unique_id, reason="Python model (no SQL to analyse)")
+    if own_columns:  # its own columns as the catalog spells them
+        case = {**(case or {}), **{c.lower(): c for c in own_columns}}
     try:
         parsed = sqlglot.parse(sql, read=dialect)
     except SqlglotError as e:
@@ -184,7 +193,7 @@ def column_lineage(
         )
         unqualify_file_scans(found)
         if needs_resolution(found, schema):
-            resolve_names(qualified, schema=schema)
+            resolve_names(qualified, schema=schema, own_columns=own_columns)
         qualified = qualify_columns(qualified, schema)
         lowered = sql.lower()
         if "columns(" in lowered:

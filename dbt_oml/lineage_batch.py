@@ -79,13 +79,40 @@ def _order(artifacts: RunArtifacts, wanted: set[str]) -> list[Node]:
     return out
 
 
-def _key(node: Node, sql: str, dialect: str, upstream: Mapping[str, tuple[Column, ...]]) -> str:
+def _own_columns(artifacts: RunArtifacts) -> dict[str, tuple[str, ...]]:
+    """Models' own catalog columns, where their SQL has a `*` (a `select *` over a file or a
+    relation nobody knows the columns of takes them)."""
+    if artifacts.catalog is None:
+        return {}
+    out = {}
+    for uid, columns in artifacts.catalog.columns.items():
+        node = artifacts.manifest.nodes.get(uid)
+        sql = node.compiled_code if node else None
+        if (
+            node is not None
+            and node.resource_type in ANALYSED_TYPES
+            and columns
+            and sql
+            and "*" in sql
+        ):
+            out[uid] = tuple(c.name for c in columns)
+    return out
+
+
+def _key(
+    node: Node,
+    sql: str,
+    dialect: str,
+    upstream: Mapping[str, tuple[Column, ...]],
+    own: tuple[str, ...] = (),
+) -> str:
     doc = {
         "engine": ENGINE_VERSION,
         "dialect": dialect,
         "sql": sql,
         "upstream": {k: [[c.name, c.type] for c in v] for k, v in sorted(upstream.items())},
         "relation": [node.database, node.schema, node.identifier],
+        **({"own": list(own)} if own else {}),
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
@@ -170,6 +197,7 @@ def analyse_models(
         {r.unique_id: r for r in artifacts.run_results.results} if artifacts.run_results else {}
     )
     todo: list[tuple[Node, str, str]] = []
+    own = _own_columns(artifacts)
     for node in _order(artifacts, wanted):
         if node.materialized == "ephemeral":
             continue  # inlined as a CTE into its readers
@@ -180,7 +208,7 @@ def analyse_models(
             continue
         sql = read_as_relations(sql, external)
         upstream = {p: tables.known[p] for p in _relations(artifacts, node) if p in tables.known}
-        key = _key(node, sql, dialect, upstream)
+        key = _key(node, sql, dialect, upstream, own.get(node.unique_id, ()))
         cached = cache.get(key) if cache is not None else None
         if cached is not None:
             report.cache_hits += 1
@@ -199,6 +227,9 @@ def analyse_models(
             workers=workers,
             timeout=timeout,
             analyse=analyse,
+            own_columns={
+                n.unique_id: own[n.unique_id] for n, _, _ in independent if n.unique_id in own
+            },
         )
         if not done:
             independent = []  # the pool could not run here: everything goes serially below
@@ -226,6 +257,7 @@ def analyse_models(
             unique_id=node.unique_id,
             default_catalog=default_catalog,
             case=tables.case,
+            **({"own_columns": own[node.unique_id]} if node.unique_id in own else {}),
         )
         if isinstance(outcome, str):
             report.opaque[node.unique_id] = outcome

@@ -9,6 +9,7 @@ both hold raises OpaqueError.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, TypeGuard
 
@@ -17,6 +18,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, build_scope
 from sqlglot.schema import MappingSchema
 
+from dbt_oml.lineage_generated import expand_star, generated_columns, is_generated
 from dbt_oml.lineage_structs import (
     element_type,
     field_type,
@@ -113,7 +115,9 @@ def _names(schema: MappingSchema, table: exp.Table) -> list[str]:
         return []
 
 
-def resolve_names(tree: exp.Expr, *, schema: MappingSchema) -> None:
+def resolve_names(
+    tree: exp.Expr, *, schema: MappingSchema, own_columns: Sequence[str] = ()
+) -> None:
     """Rewrite `tree` (tables qualified, columns not yet) so sqlglot can qualify its columns.
 
     Producers first, every `UNNEST(struct)` and `struct.*` in a select list becomes the struct's
@@ -121,6 +125,10 @@ def resolve_names(tree: exp.Expr, *, schema: MappingSchema) -> None:
     a dotted name binds the way DuckDB binds it (relation, then column, then struct fields), a
     name that only a relation with unknown columns can hold is qualified with that relation, and
     a `*` over such a relation in a CTE or subquery becomes the columns its readers read from it.
+
+    A `*` over a table-generating function becomes its columns, and the root select's `*` over
+    one relation with unknown columns (a file) the model's `own_columns` (its catalog entry)
+    less its other projections (lineage_generated).
 
     Raises:
         OpaqueError: a name could belong to two relations, one with unknown columns; or an
@@ -133,6 +141,9 @@ def resolve_names(tree: exp.Expr, *, schema: MappingSchema) -> None:
     resolver = _Resolver(schema)
     for scope in scopes:
         resolver.expand_structs(scope)
+        mine = own_columns if scope is root else ()
+        if expand_star(scope, own_columns=mine, unknown=resolver.unknown):
+            resolver._open.pop(id(scope), None)
     for scope in reversed(scopes):
         resolver.attribute(scope)
         if scope is not root:
@@ -152,8 +163,12 @@ class _Resolver:
     def table_columns(self, table: exp.Table) -> frozenset[str]:
         found = self._columns.get(id(table))
         if found is None:
+            generated = generated_columns(table)
             unknown = isinstance(table.this, exp.Func) or table.meta.get(FILE_SCAN)
-            found = frozenset() if unknown else frozenset(_names(self.schema, table))
+            if generated is not None:
+                found = frozenset(generated)
+            else:
+                found = frozenset() if unknown else frozenset(_names(self.schema, table))
             self._columns[id(table)] = found
         return found
 
@@ -227,7 +242,7 @@ class _Resolver:
 
     def attribute(self, scope: Scope) -> None:
         levels = _levels(scope)
-        any_unknown = any(self.unknown(s) for level in levels for _, s in level)
+        any_unknown = any(self.unknown(s) or is_generated(s) for level in levels for _, s in level)
         for column in _own_columns(scope):
             parts = _parts(column)
             bound = self.bind(scope, parts)
@@ -265,6 +280,8 @@ class _Resolver:
             if depth == 0 and found:
                 holders = found
                 if len(found) == 1 and not self.unknown(found[0][1]):
+                    if is_generated(found[0][1]):  # sqlglot does not know a function's columns
+                        _requalify(column, found[0][0], parts[0], parts[1:])
                     return  # a column of a known relation: sqlglot binds it
             elif found:
                 holders += found

@@ -13,6 +13,7 @@ from typing import Final
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, walk_in_scope
 
+from dbt_oml.lineage_generated import is_generated
 from dbt_oml.lineage_types import (
     DIRECT,
     IDENTITY,
@@ -165,12 +166,24 @@ class Tracer:
             raise OpaqueError(f"column {column.name!r} could not be attributed to a relation")
         source = self._source(scope, column.table)
         if isinstance(source, exp.Table):
+            if is_generated(source):
+                return self._generated(scope, source)
             return {self._leaf(source, column.name): {IDENTITY}}
         if isinstance(source, Scope):
             if isinstance(source.expression, exp.Unnest):
                 return self._expression_inputs(source.parent or scope, source.expression)
             return self.output(source, column.name)
         raise OpaqueError(f"{column.sql()} refers to an unknown relation {column.table!r}")
+
+    def _generated(self, scope: Scope, table: exp.Table) -> Inputs:
+        """A generated column derives from the columns in the function's arguments (none for
+        constants: `generate_series(1, 10)`, a date spine)."""
+        merged: Inputs = {}
+        derived = Transformation(DIRECT, "TRANSFORMATION")
+        for column in table.this.find_all(exp.Column):
+            for source, transforms in self.column_inputs(scope, column).items():
+                merged.setdefault(source, set()).update(compose(derived, t) for t in transforms)
+        return merged
 
     # -- projections ---------------------------------------------------------------------
 

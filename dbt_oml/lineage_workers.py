@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -51,6 +51,7 @@ class Analyse(Protocol):
         unique_id: str,
         default_catalog: str | None,
         case: Mapping[str, str],
+        own_columns: Sequence[str] = (),
     ) -> Outcome: ...
 
 
@@ -62,6 +63,7 @@ def analyse_one(
     unique_id: str,
     default_catalog: str | None,
     case: Mapping[str, str],
+    own_columns: Sequence[str] = (),
 ) -> Outcome:
     """One model's column lineage, or the reason it is opaque. Never raises.
 
@@ -78,6 +80,7 @@ def analyse_one(
             default_catalog=default_catalog,
             default_schema="main",
             case=case,
+            own_columns=own_columns,
         )
     except LineageError as e:
         return e.reason
@@ -121,6 +124,7 @@ class _Worker:
     default_catalog: str | None
     timeout: float
     analyse: Analyse
+    own_columns: Mapping[str, tuple[str, ...]]
 
 
 #: Set once in each worker process by `_start` (the schema is built there once, not per task).
@@ -134,13 +138,15 @@ def _start(
     default_catalog: str | None,
     timeout: float,
     analyse: Analyse,
+    own_columns: Mapping[str, tuple[str, ...]],
 ) -> None:
     schema = build_schema(tables, dialect=dialect)
-    _WORKER[:] = [_Worker(schema, case, dialect, default_catalog, timeout, analyse)]
+    _WORKER[:] = [_Worker(schema, case, dialect, default_catalog, timeout, analyse, own_columns)]
 
 
 def _bounded(worker: _Worker, unique_id: str, sql: str) -> Outcome:
     try:
+        own = worker.own_columns.get(unique_id)
         with _deadline(worker.timeout):
             return worker.analyse(
                 sql,
@@ -149,6 +155,7 @@ def _bounded(worker: _Worker, unique_id: str, sql: str) -> Outcome:
                 unique_id=unique_id,
                 default_catalog=worker.default_catalog,
                 case=worker.case,
+                **({"own_columns": own} if own else {}),
             )
     except _TimeoutError:
         return f"analysis took longer than {worker.timeout:g} s (given up)"
@@ -185,6 +192,7 @@ def analyse_parallel(
     workers: int,
     timeout: float = MODEL_TIMEOUT,
     analyse: Analyse = analyse_one,
+    own_columns: Mapping[str, tuple[str, ...]] | None = None,
 ) -> dict[str, Outcome]:
     """(unique_id, sql) jobs analysed in spawned worker processes; {} when no pool can start.
 
@@ -195,7 +203,15 @@ def analyse_parallel(
 
     chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
     context = multiprocessing.get_context("spawn")  # never fork a process that ran dbt's threads
-    initargs = (dict(tables), dict(case), dialect, default_catalog, timeout, analyse)
+    initargs = (
+        dict(tables),
+        dict(case),
+        dialect,
+        default_catalog,
+        timeout,
+        analyse,
+        dict(own_columns or {}),
+    )
     try:
         with _main_not_imported():
             pool = context.Pool(min(workers, len(chunks)), _start, initargs)

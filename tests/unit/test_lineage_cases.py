@@ -1,6 +1,8 @@
 """The 51 hand-checked DuckDB column-lineage cases (read from ../shared/lineage-cases/, third-party
 data: skipped when absent, never copied in), and the repo's own cases in the same format
-(tests/fixtures/lineage_cases_nested.json: nested data, unknown columns)."""
+(tests/fixtures/lineage_cases_nested.json: nested data, unknown columns;
+tests/fixtures/lineage_cases_generated.json: table-generating functions, `select *` over files
+with the model's catalog columns, Python models)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,11 @@ FIXTURES = Path(__file__).parent.parent / "fixtures"
 SHARED_CASES = SHARED / "lineage-cases" / "cases.json"
 CASES = [
     case
-    for path in (SHARED_CASES, FIXTURES / "lineage_cases_nested.json")
+    for path in (
+        SHARED_CASES,
+        FIXTURES / "lineage_cases_nested.json",
+        FIXTURES / "lineage_cases_generated.json",
+    )
     if path.exists()
     for case in json.loads(path.read_text())["cases"]
 ]
@@ -44,6 +50,7 @@ def _analyse(case: dict[str, Any]) -> ModelLineage:
         default_catalog=case.get("default_catalog"),
         default_schema=case.get("default_schema"),
         case=schema_case(case["schema"]),
+        own_columns=case.get("own_columns", ()),
     )
 
 
