@@ -274,14 +274,18 @@ def _columns(raw: object) -> tuple[Column, ...]:
         if not isinstance(col, dict):
             continue
         index = col.get("index")
+        # catalog.json columns (thousands) have neither tags, meta nor config: skip their parsing
+        plain = "tags" not in col and "meta" not in col and "config" not in col
         cols.append(
             Column(
                 name=_str(col.get("name")) or str(key),
                 type=_str(col.get("data_type")) or _str(col.get("type")),
                 description=_str(col.get("description")) or _str(col.get("comment")),
                 index=index if isinstance(index, int) else None,
-                tags=_tags(col),
-                meta=_pairs({**_obj(_obj(col.get("config")).get("meta")), **_obj(col.get("meta"))}),
+                tags=() if plain else _tags(col),
+                meta=()
+                if plain
+                else _pairs({**_obj(_obj(col.get("config")).get("meta")), **_obj(col.get("meta"))}),
             )
         )
     if any(c.index is not None for c in cols):

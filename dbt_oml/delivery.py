@@ -23,8 +23,8 @@ from openlineage.client.event_v2 import (
     RunState,
 )
 from openlineage.client.facet_v2 import tags_run
-from openlineage.client.serde import Serde
 
+from dbt_oml import event_json
 from dbt_oml.errors import ArtifactError
 from dbt_oml.outbox import append_events, read_numbered
 from dbt_oml.redaction import redact as redact  # re-exported: delivery.redact predates it
@@ -65,7 +65,7 @@ class DeliveryReport:
 
 
 def to_dict(event: RunEvent) -> dict[str, Any]:
-    return Serde.to_dict(event)
+    return event_json.to_dict(event)  # what Serde.to_dict gives, in one pass
 
 
 def _run_facets(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -78,6 +78,16 @@ def _run_facets(raw: Mapping[str, Any]) -> dict[str, Any]:
             producer=tags.get("_producer", ""),
         )
     return facets
+
+
+def _output_facets(dataset: Mapping[str, Any]) -> dict[str, Any]:
+    """An output's outputFacets, with the columnLineage OpenMetadata 1.12 reads there (events
+    written for a file carry it in `facets` only; replayed, they may go to OpenMetadata)."""
+    out = dict(dataset.get("outputFacets") or {})
+    lineage = (dataset.get("facets") or {}).get("columnLineage")
+    if lineage is not None and "columnLineage" not in out:
+        out["columnLineage"] = lineage
+    return out
 
 
 def from_dict(doc: Mapping[str, Any]) -> RunEvent:
@@ -102,7 +112,7 @@ def from_dict(doc: Mapping[str, Any]) -> RunEvent:
                 namespace=d["namespace"],
                 name=d["name"],
                 facets=d.get("facets") or {},
-                outputFacets=d.get("outputFacets") or {},
+                outputFacets=_output_facets(d),
             )
             for d in doc.get("outputs") or ()
         ],

@@ -80,3 +80,6 @@ class EventSettings:
     """The dbt project's directory (where seed files live)."""
     orchestrator: Orchestrator | None = None
     """The orchestrator run that started dbt: the invocation's parent, every run's root."""
+    column_lineage_in_output_facets: bool = True
+    """Also put a model's columnLineage into its output's `outputFacets`, the only place
+    OpenMetadata 1.12 reads it from. Off when the events go to a file or the console only."""

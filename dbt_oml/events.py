@@ -8,9 +8,11 @@ through ephemeral models, and `Z` timestamps with millisecond precision.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
+from operator import itemgetter
 
 from openlineage.client.event_v2 import (
     InputDataset,
@@ -59,6 +61,10 @@ class EventBuilder:
     lineage: Mapping[str, ModelLineage] = field(default_factory=dict)
     _columns: dict[str, tuple[Column, ...]] = field(default_factory=dict)
     _relations: dict[tuple[str, str, str], Node] | None = None
+    #: per node: its dataset facets (built once, shared by every event naming the dataset; a
+    #: facet is never changed once built) and its column names by lower-case name
+    _facets: dict[str, dict[str, DatasetFacet]] = field(default_factory=dict)
+    _names: dict[str, dict[str, str]] = field(default_factory=dict)
 
     # -- identities -------------------------------------------------------------------------
 
@@ -114,11 +120,13 @@ class EventBuilder:
         node = self.relation(source.catalog, source.schema, source.table)
         if node is not None:
             ds = self.dataset(node)
-            column = next(
-                (c.name for c in self.columns(node) if c.name.lower() == source.column.lower()),
-                source.column,
-            )
-            return ds.namespace, ds.name, column
+            names = self._names.get(node.unique_id)
+            if names is None:
+                names = {}
+                for c in self.columns(node):
+                    names.setdefault(c.name.lower(), c.name)
+                self._names[node.unique_id] = names
+            return ds.namespace, ds.name, names.get(source.column.lower(), source.column)
         name = ".".join(p for p in (source.catalog, source.schema, source.table) if p)
         return self.namespaces.for_database(source.catalog), name, source.column
 
@@ -136,6 +144,12 @@ class EventBuilder:
 
     def dataset_facets(self, node: Node) -> dict[str, DatasetFacet]:
         """schema (and where it came from), dataSource, documentation and ownership."""
+        cached = self._facets.get(node.unique_id)
+        if cached is None:
+            cached = self._facets[node.unique_id] = self._dataset_facets(node)
+        return dict(cached)
+
+    def _dataset_facets(self, node: Node) -> dict[str, DatasetFacet]:
         ref = self.dataset(node)
         columns = self.columns(node)
         out = facets.dataset_facets(
@@ -379,8 +393,9 @@ class EventBuilder:
                 inputs.append(self._plain_input(f.namespace, f.name))
         assert output.facets is not None
         output.facets["columnLineage"] = facet
-        # OpenMetadata 1.12 reads column lineage only from outputFacets
-        output.outputFacets = {**(output.outputFacets or {}), "columnLineage": facet}  # type: ignore[dict-item]
+        if self.settings.column_lineage_in_output_facets:
+            # OpenMetadata 1.12 reads column lineage only from outputFacets
+            output.outputFacets = {**(output.outputFacets or {}), "columnLineage": facet}  # type: ignore[dict-item]
 
     def node_facet(self, node: Node) -> node_facets.DbtNodeDatasetFacet:
         """dbt-oml's `dbt_oml_node`: raw SQL, path, tags, owners as dbt defines the node."""
@@ -440,6 +455,33 @@ def build_events(
         error: the invocation's error, if it failed.
         lineage: column lineage per model unique_id (models without an entry get none).
     """
+    return list(
+        iter_events(
+            artifacts,
+            invocation=invocation,
+            namespaces=namespaces,
+            settings=settings,
+            node_starts=node_starts,
+            ended_at=ended_at,
+            error=error,
+            lineage=lineage,
+        )
+    )
+
+
+def iter_events(
+    artifacts: RunArtifacts,
+    *,
+    invocation: Invocation,
+    namespaces: Namespaces,
+    settings: EventSettings,
+    node_starts: Mapping[str, datetime] | None = None,
+    ended_at: datetime | None = None,
+    error: str | None = None,
+    lineage: Mapping[str, ModelLineage] | None = None,
+) -> Iterator[RunEvent]:
+    """`build_events`, one event at a time: each node event is built only when it is next, so a
+    caller that sends as it goes holds one event, not a run's worth (arguments as there)."""
     builder = EventBuilder(
         invocation=invocation,
         namespaces=namespaces,
@@ -448,28 +490,38 @@ def build_events(
         catalog=artifacts.catalog,
         lineage=lineage or {},
     )
-    body: list[RunEvent] = []
+    body: list[tuple[str, Callable[[], RunEvent | None]]] = []
     results = artifacts.run_results.results if artifacts.run_results else ()
     for result in results:
         # a node that failed before dbt timed it (or whose timing does not read) still ran: it
         # starts with the invocation
         started = (node_starts or {}).get(result.unique_id) or result.started_at
         started = started or (invocation.started_at if result.status != "skipped" else None)
-        if started is None:
-            continue
-        start = builder.node_start(result.unique_id, started)
-        end = builder.node_end(result, started)
-        if start is not None and end is not None:
-            body += [start, end]
+        node = builder.manifest.get(result.unique_id)
+        if started is None or result.status == "skipped" or not builder.emits_for(node):
+            continue  # no run of its own (node_start/node_end give none)
+        body.append((format_time(started), partial(builder.node_start, result.unique_id, started)))
+        ended = format_time(result.completed_at or started)
+        body.append((ended, partial(builder.node_end, result, started)))
     if invocation.command in BUILD_COMMANDS:
-        body += test_events(builder, results) + per_test_events(builder, results)
-    body.sort(key=lambda e: e.eventTime)
-    last = max((e.eventTime for e in body), default=None)
+        tests = test_events(builder, results) + per_test_events(builder, results)
+        body += [(e.eventTime, partial(_same, e)) for e in tests]
+    body.sort(key=itemgetter(0))  # stable: a node's START before its end at the same instant
+    last = body[-1][0] if body else None
     ends = [r.completed_at for r in results if r.completed_at]
     end_at = ended_at or max(ends, default=invocation.started_at)
     if last is not None and format_time(end_at) < last:
         end_at = max(ends, default=end_at)
+    yield builder.parent_start()
+    for _, make in body:
+        event = make()
+        if event is not None:
+            yield event
     end = builder.parent_end(at=end_at, error=error)
     if invocation.command in BUILD_COMMANDS:  # tests dbt skipped have no run of their own
         end.run.facets = {**(end.run.facets or {}), **skipped_tests(builder, results, at=end_at)}
-    return [builder.parent_start(), *body, end]
+    yield end
+
+
+def _same(event: RunEvent) -> RunEvent:
+    return event

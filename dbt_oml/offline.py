@@ -19,7 +19,7 @@ from dbt_oml.dbt_process import ProjectOptions, ResolvedProject, resolve_project
 from dbt_oml.delivery import Delivery, read_outbox
 from dbt_oml.errors import ArtifactError
 from dbt_oml.event_inputs import Invocation
-from dbt_oml.events import build_events
+from dbt_oml.events import iter_events
 from dbt_oml.lineage_batch import ANALYSED_TYPES, analyse_models, known_columns
 from dbt_oml.lineage_cache import DiskCache
 from dbt_oml.lineage_graph import build_graph
@@ -28,10 +28,12 @@ from dbt_oml.lineage_view import LineageView
 from dbt_oml.run_state import (
     STATE_DIR,
     Report,
+    copies_column_lineage,
     event_settings,
     make_emitter,
     namespaces_for,
     outbox_path,
+    quiet_gc,
     read_node_starts,
 )
 
@@ -63,6 +65,11 @@ def _invocation(project: ResolvedProject, artifacts: RunArtifacts) -> Invocation
 
 def emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
     """`dbt-oml emit`: build and send the events of existing artifacts, without running dbt."""
+    with quiet_gc():
+        return _emit(settings, options, cwd=cwd)
+
+
+def _emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
     report = Report()
     project = resolve_project(options)
     artifacts = read_artifacts(project.target_path)
@@ -80,22 +87,25 @@ def emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
         default_catalog=project.catalogs[0].alias if project.catalogs else None,
         report=report,
     )
-    events = build_events(
+    emitter, report.destination = make_emitter(settings, project.target_path)
+    events = iter_events(
         artifacts,
         invocation=invocation,
         namespaces=namespaces_for(settings, project.catalogs, cwd, report),
-        settings=event_settings(settings, cwd, project.project_dir),
+        settings=event_settings(
+            settings, cwd, project.project_dir, copy_column_lineage=copies_column_lineage(emitter)
+        ),
         node_starts=read_node_starts(project.target_path, invocation.invocation_id),
         ended_at=results.generated_at,
         error=failure_summary((r.unique_id, r.status) for r in failed) if failed else None,
         lineage=lineage,
     )
-    emitter, report.destination = make_emitter(settings, project.target_path)
     outbox = outbox_path(settings, project.target_path, invocation.invocation_id)
     delivery = Delivery(emitter, outbox=outbox, target=report.destination)
     delivery.held = report.refused is not None
-    delivery.send_all(events)
-    report.events_built = len(events)
+    for event in events:  # each event is built, sent and dropped in turn
+        report.events_built += 1
+        delivery.send(event)
     report.delivery = delivery.close()
     return report
 

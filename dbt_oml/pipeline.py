@@ -39,7 +39,7 @@ from dbt_oml.errors import ArtifactError, ConfigError, DbtOmlError
 from dbt_oml.events import (
     BUILD_COMMANDS,
     EventBuilder,
-    build_events,
+    iter_events,
 )
 from dbt_oml.lineage_batch import ColumnLookup
 from dbt_oml.lineage_run import column_lineage_for
@@ -48,11 +48,13 @@ from dbt_oml.run_state import (
     Progress,
     Report,
     check_transport,
+    copies_column_lineage,
     event_settings,
     invocation_of,
     make_emitter,
     namespaces_for,
     outbox_path,
+    quiet_gc,
     write_node_starts,
 )
 
@@ -91,7 +93,12 @@ class LiveEmitter:
         self.builder = EventBuilder(
             invocation=invocation_of(context),
             namespaces=namespaces,
-            settings=event_settings(self.settings, self.cwd, context.project_root),
+            settings=event_settings(
+                self.settings,
+                self.cwd,
+                context.project_root,
+                copy_column_lineage=copies_column_lineage(emitter),
+            ),
             manifest=Manifest(
                 path="",
                 dbt_version=context.dbt_version,
@@ -272,6 +279,26 @@ def finish(
     Shared by `dbt-oml build` and the dbt plugin. Without artifacts (a command that builds
     nothing, a parse error) only the invocation's run is ended.
     """
+    with quiet_gc():
+        _finish(
+            live,
+            artifacts,
+            node_starts=node_starts,
+            ended_at=ended_at,
+            error=error,
+            progress=progress,
+        )
+
+
+def _finish(
+    live: LiveEmitter,
+    artifacts: RunArtifacts | None,
+    *,
+    node_starts: Mapping[str, datetime],
+    ended_at: datetime,
+    error: str | None,
+    progress: Progress | None = None,
+) -> None:
     settings, report = live.settings, live.report
     builder, delivery, ctx = live.builder, live.delivery, live.context
     if artifacts is not None and artifacts.run_results is not None:
@@ -297,7 +324,7 @@ def finish(
             progress=progress,
             extra=catalog_lookup(delivery.emitter, builder),
         )
-        events = build_events(
+        events = iter_events(
             artifacts,
             invocation=builder.invocation,
             namespaces=builder.namespaces,
@@ -308,12 +335,15 @@ def finish(
             lineage=lineage,
         )
         delivery.held = delivery.held or report.refused is not None
-        events[-1:-1] = _aborts(builder, artifacts, live.sent_starts, node_starts)
-        for event in events[1:]:  # the parent START went out live
-            if event.eventType is RunState.START and event.run.runId in live.sent_starts:
-                continue
-            report.events_built += 1
-            delivery.send(event)
+        next(events)  # the parent START went out live; each event is built, sent, dropped
+        held: RunEvent | None = None  # the invocation's end: the aborts go before it
+        for event in events:
+            if held is not None:
+                _send_terminal(live, held)
+            held = event
+        for last in [*_aborts(builder, artifacts, live.sent_starts, node_starts), held]:
+            if last is not None:
+                _send_terminal(live, last)
     except DbtOmlError as e:
         report.problems.append(str(e))
         report.events_built += 1
@@ -325,6 +355,15 @@ def finish(
         raise
     finally:
         report.delivery = delivery.close()
+
+
+def _send_terminal(live: LiveEmitter, event: RunEvent) -> None:
+    """Send an event of the end of the run, unless it is a START that went out live."""
+    if event.eventType is RunState.START and event.run.runId in live.sent_starts:
+        return
+    assert live.delivery is not None
+    live.report.events_built += 1
+    live.delivery.send(event)
 
 
 def _aborts(

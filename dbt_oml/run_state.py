@@ -6,9 +6,10 @@ I/O adapter: creates the openlineage-python client and reads/writes dbt-oml's ow
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -52,6 +53,31 @@ class Report:
     lineage_models: int = 0
     opaque: dict[str, str] = field(default_factory=dict)
     refused: str | None = None
+
+
+#: Allocations between the collector's young passes while dbt-oml reads artifacts and builds
+#: events (Python's default: 700).
+_GC_YOUNG = 50_000
+
+
+@contextlib.contextmanager
+def quiet_gc() -> Iterator[None]:
+    """While artifacts are read, lineage looked up and events built: the objects alive before
+    (dbt, its project) leave the collector's passes, and its passes come far less often.
+
+    These steps allocate millions of objects that live for the whole step (the artifacts, the
+    lineage), so each pass found nothing to free but walked them all again: at 2,000 models
+    this halved the time of a warm lineage step and of building the events. Passes still run
+    (SQL parse trees are cyclic garbage) and the defaults come back afterwards.
+    """
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(_GC_YOUNG, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 def make_emitter(settings: Settings, target_path: Path) -> tuple[Emitter | None, str]:
@@ -138,7 +164,20 @@ def namespaces_for(
     return resolution.namespaces
 
 
-def event_settings(settings: Settings, cwd: Path, project_root: Path) -> EventSettings:
+#: Transports whose events never reach OpenMetadata as sent: no second copy of column lineage.
+_NOT_OPENMETADATA = frozenset({"file", "console"})
+
+
+def copies_column_lineage(emitter: Emitter | None) -> bool:
+    """Whether events for this emitter carry columnLineage in `outputFacets` too (OpenMetadata
+    1.12 reads it only there): yes, unless its transport only writes files or the console."""
+    kind = getattr(getattr(emitter, "transport", None), "kind", None)
+    return kind not in _NOT_OPENMETADATA
+
+
+def event_settings(
+    settings: Settings, cwd: Path, project_root: Path, *, copy_column_lineage: bool = True
+) -> EventSettings:
     return EventSettings(
         project_root=str(project_root),
         producer=PRODUCER,
@@ -148,6 +187,7 @@ def event_settings(settings: Settings, cwd: Path, project_root: Path) -> EventSe
         job_naming=settings.job_naming,
         cwd=str(cwd),
         orchestrator=settings.orchestrator,
+        column_lineage_in_output_facets=copy_column_lineage,
     )
 
 

@@ -19,6 +19,8 @@ KINDS = {
     "openmetadata": "dbt_oml.transports.openmetadata.OpenMetadataTransport",
     "jetstream": "dbt_oml.transports.jetstream.JetStreamTransport",
 }
+#: `type: file`: openlineage-python's FileTransport with one-pass serialisation (same bytes)
+FILE = "dbt_oml.transports.file.FileTransport"
 
 
 class TransportFactory(DefaultTransportFactory):
@@ -53,4 +55,5 @@ def build_transport_factory(
         factory.register_transport(kind, clazz)
     for kind, path in KINDS.items():
         factory.register_transport(kind, path)
+    factory.register_transport("file", FILE)  # the client's file transport, serialising faster
     return factory

@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+
+import attr
+import pytest
+from openlineage.client import OpenLineageClient
+from openlineage.client.event_v2 import RunEvent
+from openlineage.client.serde import Serde
+from openlineage.client.transport.file import FileConfig
+from openlineage.client.transport.file import FileTransport as ClientFileTransport
+
+from dbt_oml import event_json
+from dbt_oml.artifacts import read_artifacts
+from dbt_oml.delivery import Delivery, from_dict, to_dict
+from dbt_oml.event_inputs import EventSettings, Invocation
+from dbt_oml.events import build_events
+from dbt_oml.lineage_batch import analyse_models
+from dbt_oml.run_state import copies_column_lineage
+from dbt_oml.transports import build_transport_factory
+from dbt_oml.transports.file import FileTransport
+from tests.unit.test_events import NS, STARTED
+
+
+def _events(target: Path, *, copy: bool = True) -> list[RunEvent]:
+    arts = read_artifacts(target)
+    models = {u for u, n in arts.manifest.nodes.items() if n.resource_type == "model"}
+    lineage = analyse_models(arts, wanted=models, dialect="duckdb").models
+    return build_events(
+        arts,
+        invocation=Invocation(
+            invocation_id="inv", started_at=STARTED, command="build", project_name="p"
+        ),
+        namespaces=NS,
+        settings=EventSettings(
+            producer="https://example.com/p",
+            adapter_version="0",
+            column_lineage_in_output_facets=copy,
+        ),
+        lineage=lineage,
+        error="1 node(s) failed",
+    )
+
+
+class Colour(Enum):
+    RED = "red"
+
+
+@attr.define
+class Odd:
+    when: datetime
+    uid: uuid.UUID
+    colour: Colour
+    items: list[object]
+    pairs: tuple[int, ...]
+    mapping: dict[str, object]
+    nothing: str | None = None
+
+
+def test_events_serialise_as_serde_does_byte_for_byte(mini_target: Path) -> None:
+    events = _events(mini_target)
+    assert any("columnLineage" in (o.outputFacets or {}) for e in events for o in e.outputs or ())
+    for event in events:
+        assert event_json.to_dict(event) == Serde.to_dict(event)
+        assert event_json.to_json(event) == Serde.to_json(event)
+        assert event_json.to_json(event, indent=2) == Serde.to_json(event, indent=2)
+
+
+def test_nulls_enums_times_and_empty_items_as_serde() -> None:
+    odd = Odd(
+        when=datetime(2026, 1, 2, tzinfo=timezone.utc),
+        uid=uuid.UUID(int=7),
+        colour=Colour.RED,
+        items=[None, {}, {"a": None}, Colour.RED, (1, None), "x"],
+        pairs=(1, 2),
+        mapping={"keep": 0, "drop": None, "nested": {"none": None}, "e": Colour.RED},
+    )
+    assert event_json.to_dict(odd) == Serde.to_dict(odd)
+    assert event_json.to_json(odd) == Serde.to_json(odd)
+
+
+def test_the_file_transport_writes_what_the_clients_writes(
+    mini_target: Path, tmp_path: Path
+) -> None:
+    ours, theirs = tmp_path / "ours.jsonl", tmp_path / "theirs.jsonl"
+    fast = FileTransport(FileConfig(log_file_path=str(ours), append=True))
+    slow = ClientFileTransport(FileConfig(log_file_path=str(theirs), append=True))
+    for event in _events(mini_target):
+        fast.emit(event)
+        slow.emit(event)
+    assert ours.read_bytes() == theirs.read_bytes()
+
+
+def test_the_factory_gives_the_fast_file_transport(tmp_path: Path) -> None:
+    config = {"transport": {"type": "file", "log_file_path": str(tmp_path / "e"), "append": True}}
+    client = OpenLineageClient(config=config, factory=build_transport_factory())
+    assert type(client.transport) is FileTransport
+    assert not copies_column_lineage(client)
+    console = OpenLineageClient(
+        config={"transport": {"type": "console"}}, factory=build_transport_factory()
+    )
+    assert not copies_column_lineage(console)
+    http = OpenLineageClient(
+        config={"transport": {"type": "http", "url": "http://127.0.0.1:9"}},
+        factory=build_transport_factory(),
+    )
+    assert copies_column_lineage(http)
+    assert copies_column_lineage(None)  # --dry-run shows what OpenMetadata would get
+
+
+def test_column_lineage_copy_only_where_openmetadata_may_read_it(mini_target: Path) -> None:
+    with_copy = [o for e in _events(mini_target) for o in e.outputs or ()]
+    without = [o for e in _events(mini_target, copy=False) for o in e.outputs or ()]
+    lineage = [o for o in with_copy if "columnLineage" in (o.facets or {})]
+    assert lineage
+    assert all(o.outputFacets["columnLineage"] is o.facets["columnLineage"] for o in lineage)  # type: ignore[index]
+    assert [o.facets for o in without] == [o.facets for o in with_copy]
+    assert not [o for o in without if "columnLineage" in (o.outputFacets or {})]
+
+
+def test_replayed_file_events_get_the_copy_back(mini_target: Path) -> None:
+    for event in _events(mini_target, copy=False):
+        doc = to_dict(event)
+        again = to_dict(from_dict(json.loads(json.dumps(doc))))
+        for out in again.get("outputs", []):
+            if "columnLineage" in out["facets"]:
+                assert out["outputFacets"]["columnLineage"] == out["facets"]["columnLineage"]
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_dry_run_collects_serde_dicts(mini_target: Path, tmp_path: Path, held: bool) -> None:
+    delivery = Delivery(None, outbox=tmp_path / "o.jsonl", target="stdout")
+    delivery.held = held
+    events = _events(mini_target)
+    delivery.send_all(events)
+    assert delivery.close().collected == [Serde.to_dict(e) for e in events]
