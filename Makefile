@@ -16,7 +16,10 @@ $(STAMP): pyproject.toml
 # Build the bundled project with events (embedded default: DuckDB files, events to a file).
 demo: $(STAMP)
 	cd integration_project && ../$(BIN)/dbt-oml build --profiles-dir .
+	cd integration_project && ../$(BIN)/dbt-oml lineage --html target/lineage.html --profiles-dir .
 	@echo "events: integration_project/target/openlineage/events.jsonl"
+	@echo "column lineage explorer: integration_project/target/lineage.html"
+	@echo "  open it: xdg-open integration_project/target/lineage.html   (macOS: open ...)"
 
 # The whole suite, lint included, as CI runs it.
 test: $(STAMP)

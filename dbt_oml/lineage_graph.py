@@ -36,6 +36,8 @@ class GraphNode:
     path: str | None = None
     """The node's file in the project (models/x.sql, seeds/x.csv)."""
     materialized: str | None = None
+    depends_on: tuple[str, ...] = ()
+    """The relations it reads (dbt's dependencies, through ephemeral models)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +221,7 @@ def build_graph(
             opaque=opaque.get(node.unique_id),
             path=node.original_file_path,
             materialized=node.materialized,
+            depends_on=tuple(p.unique_id for p in manifest.relations_read(node)),
         )
     for node_id, extra in builder.extra.items():
         builder.graph.nodes[node_id] = GraphNode(
@@ -243,10 +246,7 @@ def _leaf_files(builder: _Builder, node: Node) -> None:
     names = list(builder.columns.get(node.unique_id, {}).values())
     for path in paths:
         node_id = file_id(path)
-        builder.extra.setdefault(
-            node_id,
-            GraphNode(node_id, "file", path.rsplit("/", 1)[-1], path, (), path=path),
-        )
+        builder.extra.setdefault(node_id, GraphNode(node_id, "file", path, path, (), path=path))
         for name in names:
             builder.edge(Edge(node_id, name, node.unique_id, name, (IDENTITY,)))
 

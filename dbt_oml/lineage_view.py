@@ -280,6 +280,7 @@ def graph_json(graph: ColumnGraph, keep: set[str] | None = None) -> dict[str, An
                 "opaque": n.opaque,
                 "path": n.path,
                 "materialized": n.materialized,
+                "depends_on": [d for d in n.depends_on if keep is None or d in keep],
             }
             for n in sorted(nodes, key=lambda n: n.id)
         ],

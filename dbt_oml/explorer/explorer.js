@@ -24,6 +24,7 @@
     link(e.from[0], e.to[0]);
   }
   for (const r of doc.graph.rows) { push(rowsOf, key(r.from[0], r.from[1]), r); link(r.from[0], r.to); }
+  for (const n of nodes.values()) for (const p of n.depends_on || []) if (nodes.has(p)) link(p, n.id);
   for (const m of [parents, children]) for (const [k, v] of m) m.set(k, [...new Set(v)]);
   const columnIndex = new Map();
   for (const n of nodes.values()) n.columns.forEach((c, i) => columnIndex.set(key(n.id, c), i));

@@ -188,6 +188,7 @@ def test_document_shape_is_stable(view: LineageView) -> None:
         "opaque",
         "path",
         "materialized",
+        "depends_on",
     }
     assert {"from", "to", "transformations"} == set(graph["edges"][0])
 
