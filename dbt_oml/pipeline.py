@@ -122,14 +122,17 @@ class LiveEmitter:
             self._send(start)
 
     def columns_at_end(self, context: DbtContext) -> None:
-        """At the end of a command that gets node events but no `dbt docs generate` (`test`):
-        the relations' real columns from the adapter dbt still holds, as the plugin reads them.
+        """At the end of a command that gets node events but no `dbt docs generate` (`test`,
+        or any with --no-docs-generate): the relations' real columns from the adapter dbt
+        still holds, as the plugin reads them.
 
         One metadata query (DuckDB) inside the open connection instead of a second dbt
         invocation, and the same columns and types as plugin mode by construction.
         """
-        if context.command not in BUILD_COMMANDS or context.command in CATALOG_COMMANDS:
+        if context.command not in BUILD_COMMANDS:
             return
+        if self.settings.docs_generate and context.command in CATALOG_COMMANDS:
+            return  # catalog.json comes from `dbt docs generate`
         manifest = read_manifest(context.target_path / "manifest.json")
         self.live_catalog = live_catalog(manifest, now=datetime.now(timezone.utc))
 

@@ -342,3 +342,19 @@ def test_target_path_flag_is_honoured(project: Path) -> None:
     assert [e["eventType"] for e in events] == ["START", "START", "COMPLETE", "COMPLETE"]
     assert (project / "elsewhere" / "run_results.build.json").exists()
     assert not (project / "target" / "openlineage").exists()
+
+
+def test_no_docs_generate_gives_the_events_of_build(built: CliRun, tmp_path: Path) -> None:
+    """Without `dbt docs generate`, the warehouse's columns are read through dbt's adapter at the
+    end of the build: the same schema facets and column lineage as with catalog.json."""
+    from tests.integration.test_plugin import comparable
+
+    proj = copy_project(tmp_path / "project")
+    quick = run_cli(["build", "--profiles-dir", ".", "--no-docs-generate"], cwd=proj)
+    assert quick.returncode == built.returncode == 0, quick.stderr[-2000:]
+    assert not (proj / "target" / "catalog.json").exists()
+    ours, theirs = comparable(quick), comparable(built)
+    assert sorted(ours) == sorted(theirs)
+    assert [key for key in ours if ours[key] != theirs[key]] == []
+    lineage = [o for e in quick.events for o in e["outputs"] if "columnLineage" in o["facets"]]
+    assert len(lineage) >= 8
