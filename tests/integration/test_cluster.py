@@ -154,6 +154,8 @@ def test_a_node_dies_while_publishing_another_restarts_while_two_relays_drain(
         relays = [_dbt_oml(proj, "relay"), _dbt_oml(proj, "relay")]
         try:
             assert arrived.wait(timeout=120), relays[0].stderr.text[-3000:]
+            for relay in relays:  # both replicas are on the consumer before its leader dies
+                relay.stderr.wait_for("relay: reading", timeout=120)
             restarted = cluster.node(cluster.consumer_leader(STREAM, DURABLE))
             restarted.stop()
             release.set()
