@@ -39,6 +39,8 @@ class LineageCache(Protocol):
 
     def get(self, key: str) -> ModelLineage | None: ...
     def put(self, key: str, value: ModelLineage) -> None: ...
+    def flush(self) -> None:
+        """Store what `put` was given (called once, at the end of `analyse_models`)."""
 
 
 @dataclass(slots=True)
@@ -267,6 +269,8 @@ def analyse_models(
         if cache is not None:
             cache.put(key, lineage)
         _record(report, tables, schema, node, lineage)
+    if cache is not None:
+        cache.flush()
     return report
 
 

@@ -108,12 +108,30 @@ def _all_models(arts: RunArtifacts) -> set[str]:
     return {u for u, n in arts.manifest.nodes.items() if n.resource_type in ANALYSED_TYPES}
 
 
+def _entries(root: Path) -> dict[str, Path]:
+    """Every cache entry on disk (packs and the older one-file-per-model layout) -> its file."""
+    out = {p.stem: p for p in root.glob("*/*.json")}
+    for pack in root.glob("*.pack"):
+        for line in pack.read_text().splitlines():
+            out[line.partition("\t")[0]] = pack
+    return out
+
+
+def test_a_cold_run_writes_one_file(mini_target: Path, tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    cold = analyse_models(
+        read_artifacts(mini_target), wanted=MODELS, dialect="duckdb", cache=DiskCache(root)
+    )
+    assert [p.suffix for p in root.iterdir()] == [".pack"]
+    assert len(_entries(root)) == cold.analysed
+
+
 def test_cache_drops_entries_the_manifest_no_longer_uses(mini_target: Path, tmp_path: Path) -> None:
     root = tmp_path / "cache"
     analyse_models(
         read_artifacts(mini_target), wanted=MODELS, dialect="duckdb", cache=DiskCache(root)
     )
-    entries = len(list(root.rglob("*.json")))
+    entries = len(_entries(root))
     for edit in ("one", "two"):
         _edit(mini_target, "model.jaffle_oml.core_customers", edit)
         arts = read_artifacts(mini_target)
@@ -121,7 +139,8 @@ def test_cache_drops_entries_the_manifest_no_longer_uses(mini_target: Path, tmp_
         again = analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=cache)
         assert again.analysed == 1
         prune_cache(cache, arts, _all_models(arts))
-        assert len(list(root.rglob("*.json"))) == entries  # the old entry went
+        assert len(_entries(root)) == entries  # the old entry went
+        assert len(list(root.glob("*.pack"))) == 1
     warm = analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=DiskCache(root))
     assert warm.analysed == 0
 
@@ -130,34 +149,61 @@ def test_cache_after_a_partial_run_is_bounded_and_keeps_what_it_used(
     mini_target: Path, tmp_path: Path
 ) -> None:
     root = tmp_path / "cache"
+    written: list[Path] = []
     for edit in range(4):  # four versions of one model: three stale entries
         _edit(mini_target, "model.jaffle_oml.core_customers", str(edit))
         analyse_models(
             read_artifacts(mini_target), wanted=MODELS, dialect="duckdb", cache=DiskCache(root)
         )
-    entries = sorted(root.rglob("*.json"))
-    for age, path in enumerate(entries):  # a defined order of last use, oldest first
-        os.utime(path, (1_000_000 + age, 1_000_000 + age))
+        (pack,) = set(root.glob("*.pack")) - set(written)
+        os.utime(pack, (1_000_000 + edit, 1_000_000 + edit))  # a defined order of writing
+        written.append(pack)
+    entries = _entries(root)
     arts = read_artifacts(mini_target)
     cache = DiskCache(root)
     only = {"model.jaffle_oml.stg_orders"}
     analyse_models(arts, wanted=only, dialect="duckdb", cache=cache)
     prune_cache(cache, arts, only)  # partial: bounded by 2 entries per model, nothing to drop
-    assert sorted(root.rglob("*.json")) == entries
+    assert _entries(root) == entries
     assert cache.prune(keep_at_most=len(entries) - 2) == 2
-    left = sorted(root.rglob("*.json"))
-    assert all(root / k[:2] / f"{k}.json" in left for k in cache.used)
-    unused = [p for p in entries if p.stem not in cache.used]
-    assert [p for p in entries if p not in left] == unused[:2]  # least recently used went
+    left = _entries(root)
+    assert cache.used <= set(left)
+    gone = set(entries) - set(left)
+    assert len(gone) == 2
+    assert all(entries[k] == written[0] for k in gone)  # the least recently written went
+
+
+def test_entries_of_the_one_file_per_model_layout_are_read_and_pruned(
+    mini_target: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "cache"
+    arts = read_artifacts(mini_target)
+    analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=DiskCache(root))
+    (pack,) = root.glob("*.pack")
+    for line in pack.read_text().splitlines():  # as dbt-oml 0.1 wrote them
+        key, _, text = line.partition("\t")
+        (root / key[:2]).mkdir(exist_ok=True)
+        (root / key[:2] / f"{key}.json").write_text(text)
+    pack.unlink()
+    cache = DiskCache(root)
+    warm = analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=cache)
+    assert warm.analysed == 0
+    (root / "ff").mkdir(exist_ok=True)
+    (root / "ff" / f"ff{'0' * 62}.json").write_text("{}")  # a stale one
+    assert cache.prune(keep_at_most=0) == 1
+    assert [p.suffix for p in root.iterdir()] == [".pack"]
+    assert set(_entries(root)) == cache.used
 
 
 def test_corrupt_cache_entries_are_misses(mini_target: Path, tmp_path: Path) -> None:
-    cache = DiskCache(tmp_path / "cache")
     arts = read_artifacts(mini_target)
-    analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=cache)
-    for entry in (tmp_path / "cache").rglob("*.json"):
-        entry.write_text("{broken")
-    again = analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=cache)
+    analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=DiskCache(tmp_path / "cache"))
+    for pack in (tmp_path / "cache").glob("*.pack"):
+        lines = pack.read_text().splitlines()
+        pack.write_text("".join(line.partition("\t")[0] + "\t{broken\n" for line in lines))
+    again = analyse_models(
+        arts, wanted=MODELS, dialect="duckdb", cache=DiskCache(tmp_path / "cache")
+    )
     assert again.cache_hits == 0
     assert again.opaque == {}
 
