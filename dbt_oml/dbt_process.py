@@ -200,9 +200,15 @@ class Bridge:
                     self.listener.on_invocation(item)
                 elif isinstance(item, NodeStarted):
                     self.listener.on_node_start(item)
+                elif callable(item):
+                    item()  # queued by `enqueue`
             except Exception as e:
                 logger.debug("listener failed", exc_info=True)
                 self.errors.append(f"listener: {type(e).__name__}: {e}")
+
+    def enqueue(self, work: Callable[[], None]) -> None:
+        """Run `work` on the listener thread, after what is queued (a node START, then its end)."""
+        self.items.put(work)
 
     def close(self) -> None:
         self.items.put(None)

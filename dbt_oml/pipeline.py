@@ -76,6 +76,7 @@ class LiveEmitter:
         self.builder: EventBuilder | None = None
         self._manifest_checked = False
         self.sent_starts: set[str] = set()
+        self.sent_ends: set[str] = set()  # plugin mode: node runs ended as dbt finished them
         self.live_catalog: tuple[Catalog | None, str | None] | None = None
 
     def on_invocation(self, context: DbtContext) -> None:
@@ -363,6 +364,8 @@ def _finish(
 def _send_terminal(live: LiveEmitter, event: RunEvent) -> None:
     """Send an event of the end of the run, unless it is a START that went out live."""
     if event.eventType is RunState.START and event.run.runId in live.sent_starts:
+        return
+    if event.eventType is not RunState.START and event.run.runId in live.sent_ends:
         return
     assert live.delivery is not None
     live.report.events_built += 1

@@ -1,10 +1,12 @@
-"""One dbt command observed by the dbt plugin: live START events, then the terminal events.
+"""One dbt command observed by the dbt plugin: live START events, each node's end as it
+finishes, then the invocation's end.
 
 The same listener as `dbt-oml build` (pipeline.LiveEmitter behind dbt_process.Bridge), fed by
-dbt's own event bus instead of a dbtRunner callback. At `CommandCompleted` dbt has written
-run_results.json and still holds its adapter: the real columns of the relations come from the
-warehouse (relation_columns), the terminal events are built and delivered, and dbt goes on to
-exit. Every exception stops here, as one line on stderr.
+dbt's own event bus instead of a dbtRunner callback. At each `NodeFinished` the node's COMPLETE or
+FAIL is built (plugin_nodes) and queued for the listener thread. At `CommandCompleted` dbt has
+written run_results.json and still holds its adapter: what did not go out per node (tests, the
+data-quality events, the invocation's end) is built and delivered, and dbt goes on to exit.
+Every exception stops here, as one line on stderr.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dbt_oml.errors import DbtOmlError
 from dbt_oml.events import BUILD_COMMANDS
 from dbt_oml.pipeline import LiveEmitter, finish
 from dbt_oml.plugin import warn
+from dbt_oml.plugin_nodes import NodeEnds
 from dbt_oml.redaction import register
 from dbt_oml.relation_columns import live_catalog
 from dbt_oml.run_state import Report, write_node_starts
@@ -39,6 +42,13 @@ class PluginSession:
         self.report = Report()
         self.live = LiveEmitter(settings, cwd=cwd, report=self.report)
         self.bridge = Bridge(self.live)
+        self.nodes = NodeEnds(
+            self.live,
+            enqueue=self.bridge.enqueue,
+            queued=self.bridge.items.qsize,
+            node_starts=self.bridge.node_starts,
+        )
+        self.live.sent_ends = self.nodes.sent
         self.error: str | None = None
         self._finished = threading.Event()
 
@@ -60,13 +70,24 @@ class PluginSession:
         try:
             self.bridge.callback(event)
             name = event.info.name
-            if name == "MainEncounteredError":
+            if name == "NodeFinished":
+                self._node_finished(event)
+            elif name == "MainEncounteredError":
                 self.error = str(event.data.exc).strip() or "dbt encountered an error"
             elif name == "CommandCompleted" and not self._finished.is_set():
                 self._finished.set()
                 self.complete(success=bool(event.data.success), at=_completed_at(event))
         except Exception as e:  # noqa: BLE001 - an exception escaping a dbt callback hangs dbt
             warn(f"lineage stopped ({type(e).__name__}: {e}); dbt's result is unchanged")
+
+    def _node_finished(self, event: EventMsg) -> None:
+        """A node's end right away; on any problem the end of the run sends it instead."""
+        try:
+            self.nodes.on_node_finished(event, self.bridge.context)
+        except Exception as e:  # noqa: BLE001 - the node's event waits for the end of the run
+            self.report.problems.append(
+                f"{event.data.node_info.unique_id}: sent at the end ({type(e).__name__}: {e})"
+            )
 
     def complete(self, *, success: bool, at: datetime) -> None:
         """The end of the command: terminal events, delivery, the summary line."""

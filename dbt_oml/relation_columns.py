@@ -90,3 +90,51 @@ def _adapter_columns(adapter: Any, nodes: Iterable[Node]) -> dict[str, tuple[Col
                 Column(name=str(c.name), type=str(getattr(c, "data_type", c.dtype))) for c in found
             )
     return out
+
+
+_DUCKDB_RELATION_COLUMNS = """
+select database_name, schema_name, table_name, column_name, data_type, comment
+from duckdb_columns()
+where not internal and ({relations})
+order by database_name, schema_name, table_name, column_index
+"""
+
+
+def relation_columns(adapter: Any, nodes: Iterable[Node]) -> dict[str, tuple[Column, ...]]:
+    """The columns of a few relations now (plugin mode, as each node finishes): DuckDB, one
+    `duckdb_columns()` query filtered to them; other adapters, one call per relation.
+
+    Raises whatever the adapter raises (the caller keeps the node for the end of the run).
+    """
+    relations = {
+        _key(n.database, n.schema, n.identifier): n
+        for n in nodes
+        if n.is_relation and n.database and n.schema and n.identifier
+    }
+    if not relations:
+        return {}
+    with adapter.connection_named("dbt_oml_columns"):
+        if str(adapter.type()) != "duckdb":
+            return _adapter_columns(adapter, relations.values())
+        where = " or ".join(
+            f"(lower(database_name) = {_quote(d)} and lower(schema_name) = {_quote(s)} "
+            f"and lower(table_name) = {_quote(t)})"
+            for d, s, t in sorted(relations)
+        )
+        _, table = adapter.execute(_DUCKDB_RELATION_COLUMNS.format(relations=where), fetch=True)
+    columns: dict[str, list[Column]] = {}
+    for db, schema, name, column, dtype, comment in table.rows:
+        node = relations.get(_key(db, schema, name))
+        if node is not None:
+            columns.setdefault(node.unique_id, []).append(
+                Column(name=str(column), type=str(dtype), description=comment or None)
+            )
+    return {uid: tuple(cols) for uid, cols in columns.items()}
+
+
+def dbt_adapter() -> Any:
+    """The adapter dbt registered for this command, or None."""
+    from dbt.adapters.factory import FACTORY
+
+    adapters = getattr(FACTORY, "adapters", {})
+    return next(iter(adapters.values()), None)

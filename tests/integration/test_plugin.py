@@ -89,6 +89,31 @@ def test_plugin_events_are_consistent_runs(plugin_built: CliRun) -> None:
     assert not (plugin_built.target / "catalog.json").exists()
 
 
+def test_plugin_sends_each_nodes_end_as_the_node_finishes(plugin_built: CliRun) -> None:
+    """A node's COMPLETE is queued at dbt's NodeFinished, before any child starts."""
+    manifest = json.loads((plugin_built.target / "manifest.json").read_text())
+    events = plugin_built.events
+    job_of = {}
+    for uid, node in manifest["nodes"].items():
+        if node["resource_type"] in {"model", "seed", "snapshot"}:
+            step = {"model": "run"}.get(node["resource_type"], node["resource_type"])
+            name = uid.split(".", 1)[1]
+            job_of[uid] = f"{node['database']}.{node['schema']}.{name}.build.{step}"
+    index = {(e["eventType"], e["job"]["name"]): i for i, e in enumerate(events)}
+    checked = 0
+    for uid, node in manifest["nodes"].items():
+        for parent in node.get("depends_on", {}).get("nodes", []):
+            ran = ("START", job_of.get(uid)) in index and ("COMPLETE", job_of.get(parent)) in index
+            if ran:  # ephemeral models have no run of their own
+                assert index[("COMPLETE", job_of[parent])] < index[("START", job_of[uid])]
+                checked += 1
+    assert checked > 10
+    last_node_end = max(
+        i for (t, j), i in index.items() if t == "COMPLETE" and j in job_of.values()
+    )
+    assert last_node_end < index[("COMPLETE", PARENT)]
+
+
 def test_plugin_by_dbt_var_on_a_failing_build_matches_the_wrapper(
     failed: CliRun, tmp_path: Path
 ) -> None:
