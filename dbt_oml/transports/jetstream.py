@@ -30,7 +30,9 @@ from openlineage.client.transport.transport import Config, Transport
 from dbt_oml.errors import ConfigError
 from dbt_oml.outbox import append_events, append_reason
 from dbt_oml.transports.jetstream_connection import (
-    NatsUnavailableError,
+    NatsUnavailableError as NatsUnavailableError,  # re-exported: dbt_oml.cli catches it
+)
+from dbt_oml.transports.jetstream_connection import (
     cause_of,
     close_quietly,
     connect,
