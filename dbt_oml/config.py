@@ -358,6 +358,7 @@ def load_settings(
     environ: Mapping[str, str],
     cwd: Path,
     home: Path | None = None,
+    profile: Mapping[str, object] | None = None,
 ) -> Settings:
     """Build Settings from flags, environment and config file, in that order of precedence.
 
@@ -366,6 +367,8 @@ def load_settings(
         environ: the process environment (tests pass a dict).
         cwd: the working directory (where dbt-oml.yml and openlineage.yml are looked for).
         home: the user's home directory (for ~/.openlineage/openlineage.yml).
+        profile: settings from the `config:` of a `dbt_oml.duckdb` entry in the target's
+            `plugins:` (profiles.yml); read like a config file, over dbt-oml.yml.
 
     Raises:
         ConfigError: an unknown key, or a value that does not parse; names the key and source.
@@ -388,6 +391,16 @@ def load_settings(
                     hint="valid settings: " + ", ".join(sorted(KEYS)),
                 )
             values[key] = KEYS[key](value, key, source)
+    for key, value in (profile or {}).items():
+        source = "profiles.yml (plugins: dbt_oml.duckdb config)"
+        if key not in KEYS:
+            raise ConfigError(
+                key=str(key),
+                source=source,
+                reason="unknown setting",
+                hint="valid settings: " + ", ".join(sorted(KEYS)),
+            )
+        values[key] = KEYS[key](value, key, source)
     for var, key in COMPAT_ENV.items():
         if environ.get(var):
             values[key] = KEYS[key](environ[var], key, var)

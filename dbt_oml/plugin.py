@@ -3,8 +3,9 @@
 dbt-core imports every installed top-level `dbt_*` module and instantiates the classes in its
 `plugins` list once per command (`dbt.plugins.manager`, marked experimental by dbt). `dbt_oml`
 exposes this module's `plugins` lazily, so the import stays cheap. The plugin does nothing unless
-switched on (`DBT_OML_PLUGIN=1`, or the dbt var `dbt_oml_plugin: true`), and never inside dbt-oml's
-own dbt runs. A failure inside it is reported on one line and never breaks or hangs dbt.
+switched on (`DBT_OML_PLUGIN=1`, the dbt var `dbt_oml_plugin: true`, or a `dbt_oml.duckdb` entry in
+the dbt-duckdb target's `plugins:`; that order of precedence), and never inside dbt-oml's own dbt
+runs. A failure inside it is reported on one line and never breaks or hangs dbt.
 """
 
 from __future__ import annotations
@@ -40,17 +41,40 @@ def suppressed() -> Iterator[None]:
             _wrapper_runs -= 1
 
 
-def switched_on(environ: Mapping[str, str], dbt_vars: Mapping[str, Any]) -> bool:
-    """Whether the plugin is on: the environment variable, else the dbt var.
+def switched_on(
+    environ: Mapping[str, str], dbt_vars: Mapping[str, Any], *, in_profile: bool = False
+) -> bool:
+    """Whether the plugin is on: the environment variable, else the dbt var, else the profile.
 
     >>> switched_on({"DBT_OML_PLUGIN": "1"}, {}), switched_on({}, {"dbt_oml_plugin": True})
     (True, True)
     >>> switched_on({"DBT_OML_PLUGIN": "0"}, {"dbt_oml_plugin": True}), switched_on({}, {})
     (False, False)
+    >>> switched_on({}, {}, in_profile=True)
+    True
+    >>> switched_on({}, {"dbt_oml_plugin": False}, in_profile=True)
+    False
     """
     if environ.get(ENV_SWITCH, "").strip():
         return environ[ENV_SWITCH].strip().lower() in _TRUE
-    return str(dbt_vars.get(VAR_SWITCH, "")).strip().lower() in _TRUE
+    var = dbt_vars.get(VAR_SWITCH)
+    if var is not None and str(var).strip():
+        return str(var).strip().lower() in _TRUE
+    return in_profile
+
+
+def profile_settings() -> dict[str, Any] | None:
+    """The `config:` of the `dbt_oml.duckdb` entry in the target's `plugins:` (profiles.yml), or
+    None when the target has no such entry."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    profile = (ctx.obj or {}).get("profile") if ctx is not None else None
+    for entry in getattr(getattr(profile, "credentials", None), "plugins", None) or ():
+        if getattr(entry, "module", None) == "dbt_oml.duckdb":
+            config = getattr(entry, "config", None)
+            return dict(config) if isinstance(config, Mapping) else {}
+    return None
 
 
 def _dbt_vars() -> dict[str, Any]:
@@ -82,13 +106,16 @@ class DbtOmlPlugin(dbtPlugin):
 
     def initialize(self) -> None:
         try:
-            if _wrapper_runs or not switched_on(os.environ, _dbt_vars()):
+            if _wrapper_runs:
+                return
+            in_profile = profile_settings()
+            if not switched_on(os.environ, _dbt_vars(), in_profile=in_profile is not None):
                 return
             from dbt_common.events.event_manager_client import add_callback_to_manager
 
             from dbt_oml.plugin_session import PluginSession
 
-            session = PluginSession.start(os.environ)
+            session = PluginSession.start(os.environ, profile=in_profile)
             if session is not None:
                 add_callback_to_manager(session.callback)
         except Exception as e:  # noqa: BLE001 - dbt turns any exception here into a failed command

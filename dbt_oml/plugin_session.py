@@ -53,11 +53,16 @@ class PluginSession:
         self._finished = threading.Event()
 
     @classmethod
-    def start(cls, environ: Mapping[str, str]) -> PluginSession | None:
-        """A session with dbt-oml's settings; None (and one line) when they do not load."""
+    def start(
+        cls, environ: Mapping[str, str], *, profile: Mapping[str, object] | None = None
+    ) -> PluginSession | None:
+        """A session with dbt-oml's settings (`profile`: from the dbt_oml.duckdb entry of the
+        target's `plugins:`); None (and one line) when they do not load."""
         cwd = Path.cwd()
         try:
-            settings = load_settings(cli={}, environ=environ, cwd=cwd, home=Path.home())
+            settings = load_settings(
+                cli={}, environ=environ, cwd=cwd, home=Path.home(), profile=profile
+            )
         except DbtOmlError as e:
             warn(f"{e}; dbt runs without lineage")
             return None
