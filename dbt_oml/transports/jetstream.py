@@ -68,8 +68,10 @@ def message_id(event: Mapping[str, Any]) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def _check_cluster_values(values: dict[str, Any]) -> None:
-    """`num_replicas` a whole number 1-5 (JetStream's limit), `retry_budget` seconds >= 0."""
+def _check_numbers(values: dict[str, Any]) -> None:
+    """Numbers (text from the environment too) of the right kind and range, or ConfigError."""
+    for key in ("max_age", "duplicate_window", "publish_timeout", "connect_timeout"):
+        _number(values, key, float, lambda n: n > 0, "is not a number of seconds above 0")
     _number(values, "num_replicas", int, lambda n: 1 <= n <= 5, "is not a whole number 1-5")
     _number(values, "retry_budget", float, lambda n: n >= 0, "is not a number of seconds >= 0")
 
@@ -124,12 +126,8 @@ class JetStreamConfig(Config):
         values = known_values(cls, params, source="jetstream transport")
         if isinstance(values.get("servers"), str):
             values["servers"] = [s.strip() for s in values["servers"].split(",") if s.strip()]
-        coerce(
-            values,
-            floats=("max_age", "duplicate_window", "publish_timeout", "connect_timeout"),
-            bools=("create_stream",),
-        )
-        _check_cluster_values(values)
+        coerce(values, bools=("create_stream",))
+        _check_numbers(values)
         if values.get("storage", "file") not in {"file", "memory"}:
             raise ConfigError(
                 key="transport.storage",

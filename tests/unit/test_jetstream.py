@@ -38,6 +38,8 @@ class TestClusterSettings:
             ("num_replicas", True),
             ("retry_budget", -1),
             ("retry_budget", "soon"),
+            ("publish_timeout", "soon"),
+            ("connect_timeout", 0),
         ],
     )
     def test_bad_values_name_their_key(self, key: str, value: object) -> None:
