@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,7 @@ def profiled(project: Path) -> Path:
     return project
 
 
-def _events(project: Path) -> list[dict[str, object]]:
+def _events(project: Path) -> list[dict[str, Any]]:
     path = project / "lineage" / "events.jsonl"
     if not path.exists():
         return []
