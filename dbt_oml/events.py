@@ -65,6 +65,9 @@ class EventBuilder:
     #: facet is never changed once built) and its column names by lower-case name
     _facets: dict[str, dict[str, DatasetFacet]] = field(default_factory=dict)
     _names: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: the run facets every run shares, and the parent facet of every node run (built once)
+    _run_facets: dict[str, RunFacet] | None = None
+    _parent_facet: dict[str, RunFacet] | None = None
 
     # -- identities -------------------------------------------------------------------------
 
@@ -217,6 +220,11 @@ class EventBuilder:
     # -- runs -------------------------------------------------------------------------------
 
     def run_facets(self) -> dict[str, RunFacet]:
+        if self._run_facets is None:
+            self._run_facets = self._new_run_facets()
+        return dict(self._run_facets)
+
+    def _new_run_facets(self) -> dict[str, RunFacet]:
         inv = self.invocation
         return facets.run_facets(
             dbt_version=inv.dbt_version,
@@ -231,6 +239,11 @@ class EventBuilder:
 
     def parent_facet(self) -> dict[str, RunFacet]:
         """Node runs: the invocation is the parent; the orchestrator's root (if any) the root."""
+        if self._parent_facet is None:
+            self._parent_facet = self._new_parent_facet()
+        return dict(self._parent_facet)
+
+    def _new_parent_facet(self) -> dict[str, RunFacet]:
         me = RunRef(
             namespace=self.settings.job_namespace, name=self.parent_job, run_id=self.parent_run_id()
         )
