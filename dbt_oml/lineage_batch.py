@@ -177,6 +177,7 @@ def analyse_models(
     progress: Callable[[int, int], None] | None = None,
     timeout: float = MODEL_TIMEOUT,
     analyse: Analyse = analyse_one,
+    spelling: Mapping[str, str] | None = None,
 ) -> LineageReport:
     """Column lineage of the `wanted` models (analysing their model ancestors first).
 
@@ -187,10 +188,13 @@ def analyse_models(
     dependency order. Whatever goes wrong with one model (a LineageError, RecursionError on
     hostile SQL, a bug, a worker that hangs) makes that model opaque with the reason; this
     never raises for a model. `progress` is called with (models analysed, models to analyse)
-    as the work goes. `analyse` is the per-model seam (tests).
+    as the work goes. `analyse` is the per-model seam (tests). `spelling` (lower-case name ->
+    spelling) is what a catalog wider than the one given would have spelled first (the plugin
+    analyses one model with the relations it reads, as a whole run's catalog would spell them).
     """
     report = LineageReport()
     tables = _Tables()
+    tables.case.update(spelling or {})
     for uid, columns in known_columns(artifacts, seed_headers=seed_headers, extra=extra).items():
         tables.add(artifacts.manifest.nodes[uid], columns)
     schema = _LazySchema(tables, dialect)

@@ -77,6 +77,8 @@ class NodeEnds:
         self._read: set[str] = set()
         self._lineage: dict[str, ModelLineage] = {}
         self._seeds: dict[str, tuple[str, ...]] = {}
+        self._order: dict[str, int] = {}
+        self._spelling: dict[str, tuple[int, str]] = {}
 
     def on_node_finished(self, event: EventMsg, context: DbtContext | None) -> None:
         """In dbt's thread; raises nothing dbt-related is left to handle (the caller catches)."""
@@ -123,8 +125,11 @@ class NodeEnds:
         wanted = [node, *builder.manifest.relations_read(node)]
         missing = [n for n in wanted if n.unique_id not in self._read]
         if missing:
-            self._columns.update(relation_columns(adapter, missing))
+            found = relation_columns(adapter, missing)
+            self._columns.update(found)
             self._read.update(n.unique_id for n in missing)
+            for uid, columns in found.items():
+                self._spell(builder.manifest.nodes[uid], columns)
         if result.status == "success" and node.resource_type in ANALYSED_TYPES and sql:
             self._analyse(builder, node, result, context)
         return builder.node_end(result, started)
@@ -141,6 +146,7 @@ class NodeEnds:
             return None
         self._manifest = manifest
         self._seeds = seed_headers(manifest, context.project_root)
+        self._order = {uid: i for i, uid in enumerate(manifest.nodes)}
         self._builder = EventBuilder(
             invocation=live.invocation,
             namespaces=live.namespaces,
@@ -159,9 +165,15 @@ class NodeEnds:
         manifest = builder.manifest
         nodes = dict(manifest.nodes)
         nodes[node.unique_id] = replace(node, compiled_code=result.compiled_code)
-        # every relation known so far, in the manifest's order as catalog.json has them: the
-        # engine spells a column as the first relation naming it does, and orders by spelling
-        catalog = {uid: self._columns[uid] for uid in manifest.nodes if uid in self._columns}
+        # the schema holds the node and what it reads (a schema of every relation known so far
+        # would grow with the run); the engine spells a name as the first relation of the
+        # manifest naming it does (as with catalog.json), which `spelling` keeps across the run
+        around = {node.unique_id, *(n.unique_id for n in manifest.relations_read(node))}
+        catalog = {
+            uid: self._columns[uid]
+            for uid in manifest.nodes
+            if uid in around and uid in self._columns
+        }
         artifacts = RunArtifacts(
             manifest=replace(manifest, nodes=nodes),
             run_results=RunResults(
@@ -181,12 +193,22 @@ class NodeEnds:
             dialect=context.adapter_type,
             default_catalog=context.catalogs[0].alias if context.catalogs else None,
             seed_headers=self._seeds,
+            spelling={name: spelled for name, (_, spelled) in self._spelling.items()},
         )
         lineage = found.models.get(node.unique_id)
         if lineage is not None:
             self._lineage[node.unique_id] = lineage
         elif node.unique_id in found.opaque:
             self.live.report.opaque[node.unique_id] = found.opaque[node.unique_id]
+
+    def _spell(self, node: Node, columns: tuple[Column, ...]) -> None:
+        """Keep each name's spelling by the earliest relation in the manifest that has it."""
+        rank = self._order.get(node.unique_id, len(self._order))
+        table = node.identifier or node.name
+        for name in (node.database or "", node.schema or "", table, *(c.name for c in columns)):
+            known = self._spelling.get(name.lower())
+            if known is None or rank < known[0]:
+                self._spelling[name.lower()] = (rank, name)
 
 
 def _compiled_sql(context: DbtContext, node: Node) -> str | None:
