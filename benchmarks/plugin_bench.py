@@ -6,7 +6,11 @@ dbt discovers plugins). Two measurements, side by side in one run:
 1. the plugin's own cost per dbt command when off: a fresh interpreter with dbt loaded imports
    dbt_oml, reads its `plugins` and instantiates the plugin as dbt does (median of N processes),
    against the same interpreter doing nothing more;
-2. plain `dbt build` of the generated project, the three variants interleaved, median of N.
+2. plain `dbt build` of the generated project, the variants interleaved, median of N; with the
+   plugin on, each model's COMPLETE goes out as it finishes (its columns query, its lineage, its
+   event), so the per-model cost is (plugin on - not installed) / models.
+
+`--profile` adds the variant switched on from the profile (`plugins: [{module: dbt_oml.duckdb}]`).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from run import BIN, HIDDEN, WORK, generate, measure
 
@@ -47,10 +52,22 @@ def _in_process(code: str, repeats: int) -> float:
     return statistics.median(runs)
 
 
+PROFILE_SWITCH = "_PLUGIN_IN_PROFILE"
+
+
+def _plugin_in_profile(profiles: Path) -> None:
+    """The bundled profile's local target with the dbt_oml.duckdb plugin entry."""
+    anchor = "          alias: dw\n    servers:\n"
+    entry = "      plugins:\n        - module: dbt_oml.duckdb\n"
+    text = profiles.read_text()
+    profiles.write_text(text.replace(anchor, "          alias: dw\n" + entry + "    servers:\n"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--profile", action="store_true", help="also the profile-switched variant")
     args = parser.parse_args()
     off = _in_process(_PLUGIN_OFF, 20) - _in_process(_NOTHING, 20)
     dbt = str(BIN / "dbt")
@@ -59,6 +76,8 @@ def main() -> None:
         "dbt build, dbt-oml installed, plugin off": ([dbt], {}),
         "dbt build, plugin on (DBT_OML_PLUGIN=1)": ([dbt], {"DBT_OML_PLUGIN": "1"}),
     }
+    if args.profile:
+        variants["dbt build, plugin on (profiles.yml plugins:)"] = ([dbt], {PROFILE_SWITCH: "1"})
     samples: dict[str, list[float]] = {v: [] for v in variants}
     WORK.mkdir(parents=True, exist_ok=True)
     for r in range(args.repeats):
@@ -66,6 +85,8 @@ def main() -> None:
             cwd = generate(WORK / f"plugin-{r}-{len(samples[name])}-{abs(hash(name))}", args.models)
             env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENLINEAGE", "DBT_"))}
             env |= {"DO_NOT_TRACK": "1", **extra}
+            if env.pop(PROFILE_SWITCH, None):
+                _plugin_in_profile(cwd / "profiles.yml")
             wall, _ = measure([[*command, "build", "--profiles-dir", "."]], cwd, env)
             samples[name].append(wall)
             shutil.rmtree(cwd)
@@ -73,11 +94,12 @@ def main() -> None:
     base = statistics.median(samples["dbt build, dbt-oml not installed"])
     print(f"plugin off, per dbt command (import + instantiate): {off * 1000:.1f} ms")
     print(f"measured {time.strftime('%Y-%m-%d')}, generated project +{args.models} models")
-    print("| variant | wall s (median) | x not installed | min s | max s |")
-    print("|---|---|---|---|---|")
+    print("| variant | wall s (median) | x not installed | ms per model over not installed |")
+    print("|---|---|---|---|")
     for name, walls in samples.items():
         med = statistics.median(walls)
-        print(f"| {name} | {med:.2f} | {med / base:.3f} | {min(walls):.2f} | {max(walls):.2f} |")
+        per_model = (med - base) / args.models * 1000
+        print(f"| {name} | {med:.2f} | {med / base:.3f} | {per_model:+.1f} |")
 
 
 if __name__ == "__main__":
