@@ -3,8 +3,9 @@
     py-spy record -r 200 -f raw -o prof.txt -- python -m dbt_oml emit --profiles-dir .
     python benchmarks/where_time_goes.py prof.txt
 
-Each sample goes to the first phase (in the order below) one of its frames belongs to; the
-seconds are samples / rate, so they add up to the wall time py-spy saw.
+Each sample of the main thread goes to the first phase (in the order below) one of its frames
+belongs to; the seconds are samples / rate, so they add up to the wall time py-spy saw. Helper
+threads (a worker pool's) are left out: the main thread waiting for the workers is "lineage".
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ def phases(raw: str, rate: int) -> Counter[str]:
         if not stack:
             continue
         frames = stack.split(";")
+        if frames[0].startswith("Thread._bootstrap"):
+            continue  # a helper thread: its time overlaps the main thread's
         phase = "other"
         for name, pattern in PHASES:
             if any(pattern.search(f) for f in frames):
@@ -51,11 +54,11 @@ def main() -> None:
     args = parser.parse_args()
     tables = {p.stem: phases(p.read_text(), args.rate) for p in args.profiles}
     names = [n for n, _ in PHASES] + ["other"]
-    print("| phase | " + " | ".join(tables) + " |")  # noqa: T201
-    print("|---|" + "---|" * len(tables))  # noqa: T201
+    print("| phase | " + " | ".join(tables) + " |")
+    print("|---|" + "---|" * len(tables))
     for name in names:
-        print(f"| {name} | " + " | ".join(f"{t[name]:.2f}" for t in tables.values()) + " |")  # noqa: T201
-    print("| **total** | " + " | ".join(f"{sum(t.values()):.2f}" for t in tables.values()) + " |")  # noqa: T201
+        print(f"| {name} | " + " | ".join(f"{t[name]:.2f}" for t in tables.values()) + " |")
+    print("| **total** | " + " | ".join(f"{sum(t.values()):.2f}" for t in tables.values()) + " |")
 
 
 if __name__ == "__main__":
