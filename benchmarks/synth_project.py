@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import lineage_gen  # noqa: E402
+import lineage_gen
 
 _RELATION = re.compile(r'"(raw|warehouse)"\."(\w+)"\."(\w+)"')
 #: window counts are BIGINT; cast to VARCHAR as the corpus' other columns, so DuckDB binds every
