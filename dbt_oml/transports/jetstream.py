@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import attr
-from openlineage.client.serde import Serde
 from openlineage.client.transport.transport import Config, Transport
 
+from dbt_oml import event_json
 from dbt_oml.errors import ConfigError
 from dbt_oml.outbox import append_events, append_reason
 from dbt_oml.transports.jetstream_connection import (
@@ -262,7 +262,7 @@ class JetStreamTransport(Transport):
             await close_quietly(nc, timeout=self.config.connect_timeout)
 
     def emit(self, event: Any) -> None:
-        doc = Serde.to_dict(event) if not isinstance(event, dict) else dict(event)
+        doc = event_json.to_dict(event) if not isinstance(event, dict) else dict(event)
         if self._dead is not None:
             self._keep(doc, self._dead)
             return
