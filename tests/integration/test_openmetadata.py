@@ -302,14 +302,15 @@ def test_guard_keeps_oms_column_lineage(tmp_path: Path) -> None:
         dst = om.entity("table", "duckdb_pod_warehouse.warehouse.staging.stg_customers")
         before = om.edges[(src["id"], dst["id"])]
         assert before["columnsLineage"]
-        # seed 000's accident: a fresh pod without catalog.json and a mistyped token path, so
-        # neither the catalog nor OpenMetadata can tell the source's columns
-        degraded = run_cli(
-            [*args, "--no-docs-generate"],
-            cwd=copy_project(tmp_path / "b"),
-            env=_om_env(url, tmp_path / "tokn"),
-        )
-        assert degraded.returncode == 4
+        # seed 000's accident: a fresh pod emitting artifacts without catalog.json (a run reads
+        # the warehouse itself, an emit cannot) and a mistyped token path, so neither the
+        # catalog nor OpenMetadata can tell the source's columns
+        pod = copy_project(tmp_path / "b")
+        assert run_cli(args, cwd=pod).returncode == 0  # artifacts only (the file transport)
+        (pod / "target" / "catalog.json").unlink()
+        emit = ["emit", "--profiles-dir", ".", "--duckdb-namespace", "duckdb://pod/{alias}"]
+        degraded = run_cli(emit, cwd=pod, env=_om_env(url, tmp_path / "tokn"))
+        assert degraded.returncode == 4, degraded.stderr[-3000:]
         assert "events NOT sent" in degraded.stderr
         assert om.edges[(src["id"], dst["id"])] == before
         # the refused events, flushed later with a good token: the same per-edge rule holds
