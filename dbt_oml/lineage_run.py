@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from dbt_oml.artifacts import (
@@ -68,8 +69,13 @@ def column_lineage_for(
     report: Report,
     progress: Progress | None = None,
     extra: ColumnLookup | None = None,
+    known: Mapping[str, ModelLineage] | None = None,
 ) -> dict[str, ModelLineage]:
-    """Column lineage of the models that completed, recording the opaque ones in the report."""
+    """Column lineage of the models that completed, recording the opaque ones in the report.
+
+    `known`: models already analysed in this run (plugin mode, as each node finished); they and
+    the ones already reported opaque are not analysed again.
+    """
     if not settings.column_lineage or artifacts.run_results is None:
         return {}
     nodes = artifacts.manifest.nodes
@@ -82,10 +88,14 @@ def column_lineage_for(
     }
     if not wanted:
         return {}
+    done = {uid: lin for uid, lin in (known or {}).items() if uid in wanted}
+    todo = wanted - set(done) - set(report.opaque)
+    if not todo:
+        return _checked(settings, report, wanted, done)
     cache = DiskCache(target_path / STATE_DIR / "lineage-cache")
     result = analyse_models(
         artifacts,
-        wanted=wanted,
+        wanted=todo,
         dialect=dialect,
         default_catalog=default_catalog,
         seed_headers=seed_headers(artifacts.manifest, project_root),
@@ -95,8 +105,15 @@ def column_lineage_for(
         extra=extra,
     )
     prune_cache(cache, artifacts, wanted)
-    models = {uid: lin for uid, lin in result.models.items() if uid in wanted}
-    report.opaque.update({uid: why for uid, why in result.opaque.items() if uid in wanted})
+    models = {**done, **{uid: lin for uid, lin in result.models.items() if uid in todo}}
+    report.opaque.update({uid: why for uid, why in result.opaque.items() if uid in todo})
+    return _checked(settings, report, wanted, models)
+
+
+def _checked(
+    settings: Settings, report: Report, wanted: set[str], models: dict[str, ModelLineage]
+) -> dict[str, ModelLineage]:
+    """Record the count; the run-level guard when none of the models has column lineage."""
     report.lineage_models = len(models)
     if not models and not settings.allow_empty_column_lineage:
         report.refused = (

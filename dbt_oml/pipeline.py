@@ -41,6 +41,7 @@ from dbt_oml.events import (
     EventBuilder,
     iter_events,
 )
+from dbt_oml.lineage import ModelLineage
 from dbt_oml.lineage_batch import ColumnLookup
 from dbt_oml.lineage_run import column_lineage_for
 from dbt_oml.relation_columns import live_catalog
@@ -77,6 +78,7 @@ class LiveEmitter:
         self._manifest_checked = False
         self.sent_starts: set[str] = set()
         self.sent_ends: set[str] = set()  # plugin mode: node runs ended as dbt finished them
+        self.node_lineage: Mapping[str, ModelLineage] = {}  # plugin mode: lineage already made
         self.live_catalog: tuple[Catalog | None, str | None] | None = None
 
     def on_invocation(self, context: DbtContext) -> None:
@@ -327,6 +329,7 @@ def _finish(
             report=report,
             progress=progress,
             extra=catalog_lookup(delivery.emitter, builder),
+            known=live.node_lineage,
         )
         events = iter_events(
             artifacts,

@@ -75,7 +75,7 @@ class NodeEnds:
         self._loaded = False
         self._columns: dict[str, tuple[Column, ...]] = {}
         self._read: set[str] = set()
-        self._lineage: dict[str, ModelLineage] = {}
+        self.lineage: dict[str, ModelLineage] = {}
         self._seeds: dict[str, tuple[str, ...]] = {}
         self._order: dict[str, int] = {}
         self._spelling: dict[str, tuple[int, str]] = {}
@@ -153,7 +153,7 @@ class NodeEnds:
             settings=live.settings,
             manifest=manifest,
             catalog=Catalog(path="adapter", generated_at=None, columns=self._columns),
-            lineage=self._lineage,
+            lineage=self.lineage,
         )
         return self._builder
 
@@ -197,7 +197,7 @@ class NodeEnds:
         )
         lineage = found.models.get(node.unique_id)
         if lineage is not None:
-            self._lineage[node.unique_id] = lineage
+            self.lineage[node.unique_id] = lineage
         elif node.unique_id in found.opaque:
             self.live.report.opaque[node.unique_id] = found.opaque[node.unique_id]
 

@@ -49,6 +49,7 @@ class PluginSession:
             node_starts=self.bridge.node_starts,
         )
         self.live.sent_ends = self.nodes.sent
+        self.live.node_lineage = self.nodes.lineage  # analysed as nodes finished: not again
         self.error: str | None = None
         self._finished = threading.Event()
 
