@@ -71,6 +71,8 @@ Options (anywhere on the line; everything else goes to dbt unchanged):
                                 derive column lineage from the compiled SQL (default: on)
   --allow-empty-column-lineage  send even when no event carries column lineage (else exit 4:
                                 OpenMetadata would replace the column lineage it has with none)
+  --explorer                    after a build, write the column-lineage explorer page next to the
+                                events (<target>/openlineage/lineage.html)
   --namespace CATALOG=NS        namespace of a catalog (repeatable), e.g. crm=mysql://crm:3306
   --duckdb-namespace NS         namespace of DuckDB files without an override ({{alias}}, {{stem}})
   --docs-generate / --no-docs-generate
@@ -107,6 +109,7 @@ _OPTIONS: list[click.Parameter] = [
     click.Option(["--dry-run"], is_flag=True, default=None),
     click.Option(["--column-lineage/--no-column-lineage"], default=None),
     click.Option(["--allow-empty-column-lineage"], is_flag=True, default=None),
+    click.Option(["--explorer"], is_flag=True, default=None),
     click.Option(["--namespace", "namespaces"], multiple=True),
     click.Option(["--duckdb-namespace"]),
     click.Option(["--docs-generate/--no-docs-generate"], default=None),

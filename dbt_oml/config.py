@@ -47,6 +47,8 @@ class Settings:
     """Derive column lineage from the compiled SQL (sqlglot)."""
     allow_empty_column_lineage: bool = False
     """Send even when no event carries column lineage (OpenMetadata would lose what it has)."""
+    explorer: bool = False
+    """After a build, write the column-lineage explorer page next to the events."""
     outbox_dir: Path | None = None
     """Where undelivered events are kept for `dbt-oml replay`; default <target>/dbt_oml/outbox."""
     events_file: Path | None = None
@@ -211,6 +213,7 @@ KEYS: Mapping[str, Parser] = {
     "dry_run": _bool,
     "column_lineage": _bool,
     "allow_empty_column_lineage": _bool,
+    "explorer": _bool,
     "outbox_dir": _path,
     "events_file": _path,
     "transport": _transport,

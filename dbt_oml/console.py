@@ -98,6 +98,9 @@ def print_summary(report: Any, *, dry_run: bool, settings: Any = None) -> None:
         )
     for uid, reason in sorted(report.opaque.items()):
         logger.warning("no column lineage for %s: %s", uid, reason)
+    explorer = getattr(report, "explorer", None)
+    if explorer is not None:
+        click.echo(f"dbt-oml: lineage explorer: {explorer} (xdg-open {explorer})", err=True)
     if report.refused:
         logger.error("events NOT sent (kept in %s): %s", delivery.outbox, report.refused)
     for error in delivery.errors[:3]:

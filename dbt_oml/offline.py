@@ -153,20 +153,37 @@ def replay(settings: Settings, files: Sequence[Path], *, target_path: Path) -> R
 def lineage_view(options: ProjectOptions) -> LineageView:
     """`dbt-oml lineage`: analyse every model of existing artifacts, for tracing upstream."""
     project = resolve_project(options)
-    artifacts = read_artifacts(project.target_path)
+    return view_of(
+        read_artifacts(project.target_path),
+        project_dir=project.project_dir,
+        target_path=project.target_path,
+        dialect=project.adapter_type,
+        default_catalog=project.catalogs[0].alias if project.catalogs else None,
+    )
+
+
+def view_of(
+    artifacts: RunArtifacts,
+    *,
+    project_dir: Path,
+    target_path: Path,
+    dialect: str,
+    default_catalog: str | None,
+) -> LineageView:
+    """The column graph of every model of these artifacts (cached analyses reused)."""
     wanted = {
         uid
         for uid, n in artifacts.manifest.nodes.items()
         if n.resource_type in ANALYSED_TYPES and n.materialized != "ephemeral"
     }
-    headers = seed_headers(artifacts.manifest, project.project_dir)
+    headers = seed_headers(artifacts.manifest, project_dir)
     result = analyse_models(
         artifacts,
         wanted=wanted,
-        dialect=project.adapter_type,
-        default_catalog=project.catalogs[0].alias if project.catalogs else None,
+        dialect=dialect,
+        default_catalog=default_catalog,
         seed_headers=headers,
-        cache=DiskCache(project.target_path / STATE_DIR / "lineage-cache"),
+        cache=DiskCache(target_path / STATE_DIR / "lineage-cache"),
         workers=min(os.cpu_count() or 1, 8),
     )
     graph = build_graph(
@@ -176,6 +193,28 @@ def lineage_view(options: ProjectOptions) -> LineageView:
         known=known_columns(artifacts, seed_headers=headers),
     )
     return LineageView(graph)
+
+
+def build_explorer(
+    artifacts: RunArtifacts,
+    path: Path,
+    *,
+    project_dir: Path,
+    target_path: Path,
+    dialect: str,
+    default_catalog: str | None,
+) -> Path:
+    """`dbt-oml build --explorer`: the whole project's explorer page from the run's artifacts."""
+    from dbt_oml.lineage_view import Query, answer
+
+    view = view_of(
+        artifacts,
+        project_dir=project_dir,
+        target_path=target_path,
+        dialect=dialect,
+        default_catalog=default_catalog,
+    )
+    return write_explorer(path, answer(view, Query()).document)
 
 
 def write_explorer(path: Path, document: Mapping[str, Any]) -> Path:

@@ -237,7 +237,29 @@ def build(
         error=error,
         progress=progress,
     )
+    if settings.explorer and artifacts is not None and not settings.dry_run:
+        _write_explorer(settings, ctx, artifacts, report)
     return report
+
+
+def _write_explorer(
+    settings: Settings, ctx: DbtContext, artifacts: RunArtifacts, report: Report
+) -> None:
+    """`--explorer`: the lineage page next to the events (the analyses come from the cache)."""
+    from dbt_oml.offline import build_explorer
+
+    events = settings.events_file or ctx.target_path / "openlineage" / "events.jsonl"
+    try:
+        report.explorer = build_explorer(
+            artifacts,
+            events.with_name("lineage.html"),
+            project_dir=ctx.project_root,
+            target_path=ctx.target_path,
+            dialect=ctx.adapter_type,
+            default_catalog=ctx.catalogs[0].alias if ctx.catalogs else None,
+        )
+    except (DbtOmlError, OSError) as e:
+        report.problems.append(f"the explorer page was not written: {e}")
 
 
 def _artifacts_with_catalog(

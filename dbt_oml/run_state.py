@@ -53,6 +53,7 @@ class Report:
     lineage_models: int = 0
     opaque: dict[str, str] = field(default_factory=dict)
     refused: str | None = None
+    explorer: Path | None = None
 
 
 #: Allocations between the collector's young passes while dbt-oml reads artifacts and builds

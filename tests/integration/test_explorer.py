@@ -171,3 +171,20 @@ def test_load_time_of_a_generated_2000_model_project(
     print(f"explorer: 2,000 models, {size:.1f} MB page, loaded in {loaded} ms")  # noqa: T201
     assert dom.marked("hl-focus")
     assert len(dom.boxes) < len(graph.nodes) / 10  # focus mode: only the neighbourhood laid out
+
+
+def test_build_writes_the_explorer_next_to_the_events_when_asked(tmp_path: Path) -> None:
+    from tests.conftest import RUN_STG_ORDERS, copy_project
+
+    proj = copy_project(tmp_path / "p")
+    run = run_cli([*RUN_STG_ORDERS, "--explorer"], cwd=proj)
+    assert run.returncode == 0, run.stderr[-3000:]
+    page = proj / "target" / "openlineage" / "lineage.html"
+    assert f"lineage explorer: {page}" in run.stderr
+    text = page.read_text()
+    assert "stg_orders" in text
+    assert "<script" in text
+    assert 'src="http' not in text  # nothing fetched: self-contained
+    assert "<link" not in text
+    plain = run_cli(RUN_STG_ORDERS, cwd=copy_project(tmp_path / "q"))
+    assert not (tmp_path / "q" / "target" / "openlineage" / "lineage.html").exists(), plain.stderr
