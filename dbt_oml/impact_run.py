@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,10 +31,9 @@ from dbt_oml.impact import (
 )
 from dbt_oml.impact_sql import schema_of
 from dbt_oml.lineage import ModelLineage, schema_case
-from dbt_oml.lineage_batch import ANALYSED_TYPES, analyse_models, known_columns
 from dbt_oml.lineage_cache import DiskCache
-from dbt_oml.lineage_graph import ColumnGraph, build_graph
-from dbt_oml.lineage_run import seed_headers
+from dbt_oml.lineage_graph import ColumnGraph
+from dbt_oml.lineage_run import project_graph
 from dbt_oml.lineage_view import LineageQueryError, LineageView
 from dbt_oml.lineage_workers import analyse_one
 from dbt_oml.run_state import STATE_DIR
@@ -79,29 +77,14 @@ def _build(
     dialect: str,
     default_catalog: str | None,
 ) -> Build:
-    nodes = artifacts.manifest.nodes
-    wanted = {
-        u
-        for u, n in nodes.items()
-        if n.resource_type in ANALYSED_TYPES and n.materialized != "ephemeral"
-    }
-    headers = seed_headers(artifacts.manifest, project_dir)
-    result = analyse_models(
+    models, graph = project_graph(
         artifacts,
-        wanted=wanted,
+        project_dir=project_dir,
         dialect=dialect,
         default_catalog=default_catalog,
-        seed_headers=headers,
         cache=cache,
-        workers=min(os.cpu_count() or 1, 8),
     )
-    graph = build_graph(
-        artifacts.manifest,
-        result.models,
-        opaque=result.opaque,
-        known=known_columns(artifacts, seed_headers=headers),
-    )
-    return Build(artifacts.manifest, graph, result.models, compiled_sql(artifacts))
+    return Build(artifacts.manifest, graph, models, compiled_sql(artifacts))
 
 
 def _singular_tests(

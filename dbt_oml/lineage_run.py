@@ -17,8 +17,15 @@ from dbt_oml.artifacts import (
 )
 from dbt_oml.config import Settings
 from dbt_oml.lineage import ModelLineage
-from dbt_oml.lineage_batch import ANALYSED_TYPES, ColumnLookup, analyse_models
+from dbt_oml.lineage_batch import (
+    ANALYSED_TYPES,
+    ColumnLookup,
+    LineageCache,
+    analyse_models,
+    known_columns,
+)
 from dbt_oml.lineage_cache import DiskCache
+from dbt_oml.lineage_graph import ColumnGraph, build_graph
 from dbt_oml.run_state import STATE_DIR, Progress, Report
 
 logger = logging.getLogger(__name__)
@@ -122,3 +129,39 @@ def _checked(
             "(missing catalog.json?) or pass --allow-empty-column-lineage"
         )
     return models
+
+
+def project_graph(
+    artifacts: RunArtifacts,
+    *,
+    project_dir: Path,
+    dialect: str,
+    default_catalog: str | None,
+    cache: LineageCache | None,
+) -> tuple[dict[str, ModelLineage], ColumnGraph]:
+    """Every (non-ephemeral) model analysed, and the project's column graph over them.
+
+    Shared by `dbt-oml lineage` (and the explorer) and `dbt-oml impact`.
+    """
+    wanted = {
+        uid
+        for uid, n in artifacts.manifest.nodes.items()
+        if n.resource_type in ANALYSED_TYPES and n.materialized != "ephemeral"
+    }
+    headers = seed_headers(artifacts.manifest, project_dir)
+    result = analyse_models(
+        artifacts,
+        wanted=wanted,
+        dialect=dialect,
+        default_catalog=default_catalog,
+        seed_headers=headers,
+        cache=cache,
+        workers=min(os.cpu_count() or 1, 8),
+    )
+    graph = build_graph(
+        artifacts.manifest,
+        result.models,
+        opaque=result.opaque,
+        known=known_columns(artifacts, seed_headers=headers),
+    )
+    return dict(result.models), graph

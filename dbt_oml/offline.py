@@ -7,7 +7,6 @@ DBT_* variables and profile Jinja work exactly as for dbt.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,10 +19,8 @@ from dbt_oml.delivery import Delivery, read_outbox
 from dbt_oml.errors import ArtifactError
 from dbt_oml.event_inputs import Invocation
 from dbt_oml.events import iter_events
-from dbt_oml.lineage_batch import ANALYSED_TYPES, analyse_models, known_columns
 from dbt_oml.lineage_cache import DiskCache
-from dbt_oml.lineage_graph import build_graph
-from dbt_oml.lineage_run import column_lineage_for, seed_headers
+from dbt_oml.lineage_run import column_lineage_for, project_graph
 from dbt_oml.lineage_view import LineageView
 from dbt_oml.run_state import (
     STATE_DIR,
@@ -171,26 +168,12 @@ def view_of(
     default_catalog: str | None,
 ) -> LineageView:
     """The column graph of every model of these artifacts (cached analyses reused)."""
-    wanted = {
-        uid
-        for uid, n in artifacts.manifest.nodes.items()
-        if n.resource_type in ANALYSED_TYPES and n.materialized != "ephemeral"
-    }
-    headers = seed_headers(artifacts.manifest, project_dir)
-    result = analyse_models(
+    _, graph = project_graph(
         artifacts,
-        wanted=wanted,
+        project_dir=project_dir,
         dialect=dialect,
         default_catalog=default_catalog,
-        seed_headers=headers,
         cache=DiskCache(target_path / STATE_DIR / "lineage-cache"),
-        workers=min(os.cpu_count() or 1, 8),
-    )
-    graph = build_graph(
-        artifacts.manifest,
-        result.models,
-        opaque=result.opaque,
-        known=known_columns(artifacts, seed_headers=headers),
     )
     return LineageView(graph)
 
