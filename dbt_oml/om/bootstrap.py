@@ -32,12 +32,9 @@ from dbt_oml.errors import ConfigError
 from dbt_oml.om.client import OpenMetadataClient
 from dbt_oml.om.names import check_name, fqn
 from dbt_oml.om.prepare import STORAGE_PREFIXES
-from dbt_oml.om.types import om_column
+from dbt_oml.om.tables import TableRef, complete, rank, table_body, table_ref, update
 
 logger = logging.getLogger(__name__)
-
-#: The dataset facet dbt-oml adds to say where a schema came from (see events).
-SCHEMA_SOURCE_FACET = "dbt_oml_schema"
 
 
 def service_name_for(namespace: str) -> str:
@@ -64,14 +61,6 @@ def pipeline_name(event: Mapping[str, Any]) -> str:
     namespace = str(job.get("namespace") or "")
     clean = re.sub(r"[^a-zA-Z0-9_-]", "_", namespace)
     return f"{clean}-{job['name']}" if namespace else str(job["name"])
-
-
-@dataclass(frozen=True, slots=True)
-class TableRef:
-    namespace: str
-    database: str
-    schema: str
-    table: str
 
 
 #: The first words of the description of every database service dbt-oml creates: its mark of
@@ -217,7 +206,7 @@ class Bootstrap:
                 if ref is not None:
                     # the best schema wins: authoritative over partial, then the longer one
                     current = tables.get(ref)
-                    if current is None or _rank(dataset) > _rank(current):
+                    if current is None or rank(dataset) > rank(current):
                         tables[ref] = dataset
         for ref, dataset in tables.items():
             try:
@@ -357,7 +346,7 @@ class Bootstrap:
             )
         schema_fqn = fqn(service, ref.database, ref.schema)
         tables = self._list("tables", "databaseSchema", schema_fqn)
-        body = _table_body(ref, dataset, schema_fqn)
+        body = table_body(ref, dataset, schema_fqn)
         existing = tables.get(ref.table)
         table_fqn = fqn(service, ref.database, ref.schema, ref.table)
         if existing is None:
@@ -365,9 +354,11 @@ class Bootstrap:
             return True
         if not owned:
             return True
-        update = _update(existing, body, authoritative=_complete(dataset))
-        if update is not None:
-            tables[ref.table] = self._write("PUT", "tables", update, table_fqn, report, update=True)
+        changed = update(existing, body, authoritative=complete(dataset))
+        if changed is not None:
+            tables[ref.table] = self._write(
+                "PUT", "tables", changed, table_fqn, report, update=True
+            )
         return True
 
     def _ensure_pipelines(self, names: Sequence[str], report: BootstrapReport) -> None:
@@ -422,16 +413,6 @@ class Bootstrap:
             report.problems.append(message)
 
 
-def table_ref(dataset: Mapping[str, Any]) -> TableRef | None:
-    namespace, name = str(dataset.get("namespace", "")), str(dataset.get("name", ""))
-    if namespace.lower().startswith(STORAGE_PREFIXES) or namespace == "file":
-        return None  # storage and local files are not tables
-    parts = name.split(".")
-    if len(parts) < 3:
-        return None
-    return TableRef(namespace, parts[-3], parts[-2], parts[-1])
-
-
 def _folder(dataset: Mapping[str, Any]) -> tuple[str, tuple[str, ...]] | None:
     """(namespace, folder path) of an object-storage dataset: its name without the file part."""
     namespace, name = str(dataset.get("namespace", "")), str(dataset.get("name", ""))
@@ -441,107 +422,3 @@ def _folder(dataset: Mapping[str, Any]) -> tuple[str, tuple[str, ...]] | None:
     if parts and ("." in parts[-1] or any(c in parts[-1] for c in "*?[")):
         parts = parts[:-1]  # a file or a glob: its folder is the container
     return (namespace, tuple(parts)) if parts else None
-
-
-def _columns(dataset: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    fields = ((dataset.get("facets") or {}).get("schema") or {}).get("fields")
-    return [f for f in fields or [] if isinstance(f, Mapping) and f.get("name")]
-
-
-def _complete(dataset: Mapping[str, Any]) -> bool:
-    """Whether the dataset's schema is authoritative (catalog.json or the warehouse itself)."""
-    facet = (dataset.get("facets") or {}).get(SCHEMA_SOURCE_FACET) or {}
-    return bool(facet.get("complete")) and bool(_columns(dataset))
-
-
-def _rank(dataset: Mapping[str, Any]) -> tuple[bool, int]:
-    return _complete(dataset), len(_columns(dataset))
-
-
-def _table_body(ref: TableRef, dataset: Mapping[str, Any], schema_fqn: str) -> dict[str, Any]:
-    columns = [om_column(f["name"], f.get("type"), f.get("description")) for f in _columns(dataset)]
-    body: dict[str, Any] = {
-        "name": check_name(ref.table, kind="table"),
-        "databaseSchema": schema_fqn,
-        "tableType": "Regular",
-        "columns": columns,
-    }
-    description = ((dataset.get("facets") or {}).get("documentation") or {}).get("description")
-    if description:
-        body["description"] = description
-    return body
-
-
-#: Column fields a PUT sends back (everything else OM computes itself).
-_COLUMN_KEYS = (
-    "name",
-    "dataType",
-    "dataTypeDisplay",
-    "dataLength",
-    "precision",
-    "scale",
-    "arrayDataType",
-    "children",
-    "description",
-    "constraint",
-    "tags",
-)
-
-
-def _writable(column: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: column[k] for k in _COLUMN_KEYS if column.get(k) is not None}
-
-
-def _update(
-    existing: Mapping[str, Any], body: Mapping[str, Any], *, authoritative: bool
-) -> dict[str, Any] | None:
-    """The PUT body for an owned table OM already has, or None when nothing would change.
-
-    Authoritative columns replace OM's list (keeping the descriptions OM has: a bot's PUT never
-    replaces them, so sending ours would only make a re-run write again); partial ones only add
-    columns OM lacks and types OM does not know. Descriptions are never blanked, and the table's
-    own description is only filled when OM has none (om.dbt_metadata replaces them on request).
-    """
-    held = [_writable(c) for c in existing.get("columns") or []]
-    by_name = {c["name"]: c for c in held}
-    ours = list(body.get("columns") or [])
-    if authoritative:
-        columns = []
-        for column in ours:
-            before = by_name.get(column["name"], {})
-            keep = {"description": before["description"]} if before.get("description") else {}
-            columns.append({**column, **keep})
-    else:
-        columns = [dict(c) for c in held]
-        for column in ours:
-            held_column = by_name.get(column["name"])
-            if held_column is None:
-                columns.append(column)
-            elif (
-                held_column.get("dataType") in (None, "UNKNOWN") and column["dataType"] != "UNKNOWN"
-            ):
-                index = next(i for i, c in enumerate(columns) if c["name"] == column["name"])
-                described = (
-                    {"description": held_column["description"]}
-                    if held_column.get("description")
-                    else {}
-                )
-                columns[index] = {**column, **described}
-    update: dict[str, Any] = {
-        "name": body["name"],
-        "databaseSchema": body["databaseSchema"],
-        "tableType": existing.get("tableType") or body.get("tableType", "Regular"),
-        "columns": columns,
-    }
-    description = existing.get("description") or body.get("description")
-    if description:
-        update["description"] = description
-    if _shape(existing) == _shape(update):
-        return None
-    return update
-
-
-def _shape(table: Mapping[str, Any]) -> tuple[Any, ...]:
-    keys = ("name", "dataType", "dataLength", "precision", "scale", "arrayDataType", "description")
-    columns = tuple(tuple(c.get(k) for k in keys) for c in table.get("columns") or [])
-    return (columns, table.get("description") or None)

@@ -21,13 +21,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbt_oml.om.bootstrap import Bootstrap, BootstrapReport, table_ref
+from dbt_oml.om.bootstrap import Bootstrap, BootstrapReport
 from dbt_oml.om.client import OpenMetadataClient
 from dbt_oml.om.data_quality import DataQuality
 from dbt_oml.om.dbt_docs import NodeDoc, dbt_tests, node_docs
 from dbt_oml.om.dbt_session import PartDeniedError, Session
 from dbt_oml.om.labels import Label, Labels
 from dbt_oml.om.names import fqn
+from dbt_oml.om.tables import table_ref
 from dbt_oml.om.types import om_column
 
 logger = logging.getLogger(__name__)

@@ -340,9 +340,9 @@ def test_om_variables_fill_what_the_transport_config_leaves_empty() -> None:
 
 
 def test_plain_http_with_a_token_warns_once(caplog: pytest.LogCaptureFixture) -> None:
-    from dbt_oml.transports import openmetadata
+    from dbt_oml.transports import openmetadata_config
 
-    openmetadata._WARNED.clear()
+    openmetadata_config._WARNED.clear()
     factory = build_transport_factory()
     for _ in range(2):
         factory.create({"type": "openmetadata", "url": "http://om-plain:8585", "jwt_token": "t"})
