@@ -18,8 +18,10 @@ import copy
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
+
+from dbt_oml.event_inputs import format_time
 
 #: Namespaces OM resolves to neither a table nor a container.
 UNRESOLVABLE_NAMESPACES = frozenset({"file"})
@@ -34,11 +36,7 @@ def om_time(value: str) -> str:
     >>> om_time("2026-11-30T03:55:00.123456+00:00"), om_time("2026-11-30T04:55:00+01:00")
     ('2026-11-30T03:55:00.123Z', '2026-11-30T03:55:00.000Z')
     """
-    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    utc = moment.astimezone(timezone.utc)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    return format_time(datetime.fromisoformat(value.replace("Z", "+00:00")))
 
 
 @dataclass(slots=True)

@@ -209,11 +209,7 @@ class OpenMetadataTransport(Transport):
             else:
                 outcome.rejected.append((index, f"not an OpenLineage RunEvent: {problem}"))
         allowed = self._allowed_types()
-        processed = [
-            i
-            for i in valid
-            if events[i].get("eventType", "COMPLETE") in allowed and _outputs(events[i])
-        ]
+        processed = [i for i in valid if _processed_by_om(events[i], allowed)]
         outcome.delivered += [i for i in valid if i not in set(processed)]
         report = BootstrapReport()
         if processed and self.config.bootstrap:
@@ -348,13 +344,7 @@ class OpenMetadataTransport(Transport):
 
     def _processed(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         allowed = self._allowed_types()
-        return [
-            e
-            for e in events
-            if event_problem(e) is None
-            and e.get("eventType", "COMPLETE") in allowed
-            and _outputs(e)
-        ]
+        return [e for e in events if event_problem(e) is None and _processed_by_om(e, allowed)]
 
     def _bootstrapper(self) -> Bootstrap:
         if self._bootstrap is None:
@@ -412,6 +402,11 @@ class OpenMetadataTransport(Transport):
                 len(self.guarded),
                 ", ".join(sorted(self.guarded)[:3]) + (", ..." if len(self.guarded) > 3 else ""),
             )
+
+
+def _processed_by_om(event: Mapping[str, Any], allowed: set[str]) -> bool:
+    """Whether OM would draw from this (valid) event: a kept type (missing = COMPLETE), outputs."""
+    return event.get("eventType", "COMPLETE") in allowed and bool(_outputs(event))
 
 
 def _outputs(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
