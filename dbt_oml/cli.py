@@ -226,7 +226,7 @@ def _relay(settings: Any, rest: list[str]) -> int:
             "run again when NATS is reachable"
         )
         return ExitCode.DELIVERY_FAILED
-    if report.received or report.batches:
+    if report.received or report.batches or not opts["once"]:
         say(
             f"dbt-oml relay: received {report.received}, delivered {report.delivered}, "
             f"retried {report.retried}, dead-lettered {report.dead_lettered}"

@@ -180,10 +180,10 @@ def test_a_node_dies_while_publishing_another_restarts_while_two_relays_drain(
     assert codes == [0, 0], logs[0][-2000:] + logs[1][-2000:]
     assert all("Traceback" not in log for log in logs)
     summaries = [SUMMARY.findall(log) for log in logs]
-    assert all(len(found) == 1 for found in summaries), logs
+    assert all(len(found) == 1 for found in summaries), "\n---\n".join(logs)
     counts = [tuple(map(int, found[0])) for found in summaries]
     assert [dead for *_, dead in counts] == [0, 0]
-    assert all(received for received, *_ in counts), "each replica took a share"
+    # which replica takes which batch is JetStream's choice: one may end with none
     assert _stream_messages(cluster, f"{SUBJECT}.dead") == 0
 
     # 3. OpenMetadata: the same as without faults; repeats of a post are at-least-once
