@@ -42,8 +42,8 @@ def _truth_score(models: dict, truth: dict) -> tuple[int, int]:
 
 def phase(directory: Path, name: str) -> dict:
     from dbt_oml.artifacts import read_artifacts
-    from dbt_oml.lineage_batch import analyse_models
-    from dbt_oml.lineage_cache import DiskCache
+    from dbt_oml.lineage.batch import analyse_models
+    from dbt_oml.lineage.cache import DiskCache
 
     cache_dir = directory / "cache"
     if name == "cold":

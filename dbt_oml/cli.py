@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from dbt_oml.dbt_process import ProjectOptions
+    from dbt_oml.dbt.runner import ProjectOptions
 
 from dbt_oml import __version__
-from dbt_oml.console import print_summary, progress_bar, say, setup_logging
 from dbt_oml.errors import ArtifactError, ConfigError, DbtOmlError
+from dbt_oml.pipeline.console import print_summary, progress_bar, say, setup_logging
 from dbt_oml.redaction import register
 
 logger = logging.getLogger("dbt_oml")
@@ -156,7 +156,7 @@ def split_args(argv: Sequence[str]) -> tuple[dict[str, object], list[str]]:
 
 def _project_options(opts: dict[str, Any], cwd: Path) -> ProjectOptions:
     """dbt's project options, with dbt's environment variables as fallbacks."""
-    from dbt_oml.dbt_process import ProjectOptions
+    from dbt_oml.dbt.runner import ProjectOptions
 
     env = os.environ
     profiles = opts["profiles_dir"] or env.get("DBT_PROFILES_DIR")
@@ -188,13 +188,13 @@ def _command(name: str, *extra: click.Parameter) -> click.Command:
 
 def _target_path(opts: dict[str, Any], cwd: Path) -> Path:
     """dbt's target directory from the project options (flush and replay need no profile)."""
-    from dbt_oml.dbt_process import target_path_of
+    from dbt_oml.dbt.runner import target_path_of
 
     return target_path_of(_project_options(opts, cwd))
 
 
 def _emit(settings: Any, rest: list[str], cwd: Path) -> Any:
-    from dbt_oml import offline
+    from dbt_oml.pipeline import offline
 
     command = click.Command("emit", params=_EMIT_OPTIONS, add_help_option=False)
     return offline.emit(settings, _project_options(_parse(command, rest), cwd), cwd=cwd)
@@ -294,8 +294,8 @@ def _help_of(command: click.Command, name: str) -> str:
 
 
 def _lineage(rest: list[str], cwd: Path) -> int:
-    from dbt_oml import offline
-    from dbt_oml.lineage_view import LineageQueryError, Query, TreeOptions, answer, text_lines
+    from dbt_oml.lineage.view import LineageQueryError, Query, TreeOptions, answer, text_lines
+    from dbt_oml.pipeline import offline
 
     command = _lineage_command()
     if "--help" in rest or "-h" in rest:
@@ -377,9 +377,9 @@ def _impact_command() -> click.Command:
 
 
 def _impact(rest: list[str], cwd: Path) -> int:
-    from dbt_oml import impact_report
-    from dbt_oml.impact_run import impact
-    from dbt_oml.lineage_view import LineageQueryError
+    from dbt_oml.impact import report as impact_report
+    from dbt_oml.lineage.view import LineageQueryError
+    from dbt_oml.pipeline.impact import impact
 
     command = _impact_command()
     if "--help" in rest or "-h" in rest:
@@ -441,8 +441,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = rest[0] if rest else ""
     if command in {"emit", "send-events", "replay", "flush", "lineage", "impact", "relay"}:
         return _own_command(command, settings, rest[1:], cwd)
-    from dbt_oml import pipeline
-    from dbt_oml.run_state import Report
+    from dbt_oml.pipeline import live as pipeline
+    from dbt_oml.pipeline.run_state import Report
 
     report = Report()
     try:
@@ -475,7 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _own_command(command: str, settings: Any, rest: list[str], cwd: Path) -> int:
-    from dbt_oml import offline
+    from dbt_oml.pipeline import offline
 
     try:
         if command == "lineage":

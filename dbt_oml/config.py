@@ -16,7 +16,7 @@ from typing import Any, Final
 import yaml
 
 from dbt_oml.errors import ConfigError
-from dbt_oml.event_inputs import JobNaming, Orchestrator, RunRef
+from dbt_oml.events.invocation import JobNaming, Orchestrator, RunRef
 from dbt_oml.redaction import SECRET_KEY, secrets_of
 
 #: The config file looked for in the working directory when none is named.

@@ -2,9 +2,9 @@
 
 The OpenMetadata transport acts on dbt metadata only when events carry dbt-oml's own facets
 (`dbt_oml_node` on a model's output, `dbt_oml_tests` on a test's run and on the invocation's end;
-see dbt_oml.node_facets), so events of any other producer pass through unchanged. The standard
-facets of the same dataset give the rest: `documentation`, `schema` (columns, descriptions) and
-the job's `sql` facet (compiled SQL).
+see dbt_oml.events.node_facets), so events of any other producer pass through unchanged. The
+standard facets of the same dataset give the rest: `documentation`, `schema` (columns,
+descriptions) and the job's `sql` facet (compiled SQL).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from dbt_oml.event_inputs import format_time
+from dbt_oml.events.invocation import format_time
 
 #: Namespaces OM resolves to neither a table nor a container.
 UNRESOLVABLE_NAMESPACES = frozenset({"file"})

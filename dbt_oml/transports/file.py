@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from openlineage.client.transport import file as client_file
 
-from dbt_oml.event_json import to_json
+from dbt_oml.events.serialize import to_json
 
 if TYPE_CHECKING:
     from openlineage.client.client import Event

@@ -26,9 +26,9 @@ from typing import Any
 import attr
 from openlineage.client.transport.transport import Config, Transport
 
-from dbt_oml import event_json
+from dbt_oml.delivery.outbox import append_events, append_reason
 from dbt_oml.errors import ConfigError
-from dbt_oml.outbox import append_events, append_reason
+from dbt_oml.events import serialize as event_json
 from dbt_oml.transports.jetstream_connection import (
     NatsUnavailableError as NatsUnavailableError,  # re-exported: dbt_oml.cli catches it
 )

@@ -32,8 +32,9 @@ from typing import Any
 import httpx2
 from openlineage.client.transport.transport import Transport
 
-from dbt_oml import event_json, outbox
+from dbt_oml.delivery import outbox
 from dbt_oml.errors import DbtOmlError, TerminalDeliveryError
+from dbt_oml.events import serialize as event_json
 from dbt_oml.om.bootstrap import Bootstrap, BootstrapReport, ServiceMapping
 from dbt_oml.om.client import (
     OpenMetadataClient,

@@ -148,9 +148,9 @@ def test_load_time_of_a_generated_2000_model_project(
         sys.path.remove(str(ROOT / "benchmarks"))
     from dbt_oml.artifacts import read_artifacts
     from dbt_oml.explorer import render
-    from dbt_oml.lineage_batch import analyse_models, known_columns
-    from dbt_oml.lineage_graph import build_graph
-    from dbt_oml.lineage_view import LineageView, Query, answer
+    from dbt_oml.lineage.batch import analyse_models, known_columns
+    from dbt_oml.lineage.graph import build_graph
+    from dbt_oml.lineage.view import LineageView, Query, answer
 
     artifacts = read_artifacts(generate(tmp_path / "g2000", 2000))
     wanted = {u for u, n in artifacts.manifest.nodes.items() if n.resource_type == "model"}

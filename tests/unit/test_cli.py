@@ -11,7 +11,7 @@ import pytest
 
 from dbt_oml import cli
 from dbt_oml.cli import ExitCode, main
-from dbt_oml.delivery import to_dict
+from dbt_oml.delivery.emitter import to_dict
 from tests.conftest import MINI, PROJECT
 
 
@@ -151,7 +151,7 @@ def test_a_bug_after_dbt_ran_does_not_hide_dbts_code(
     flags: list[str],
     expected: int,
 ) -> None:
-    from dbt_oml import pipeline
+    from dbt_oml.pipeline import live as pipeline
 
     monkeypatch.setattr(pipeline, "build", _crashing_build(dbt_code))
     assert main([*flags, "build"]) == expected
@@ -164,7 +164,7 @@ def test_a_bug_after_dbt_ran_does_not_hide_dbts_code(
 def test_a_bug_before_dbt_ran_is_exit_5(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from dbt_oml import pipeline
+    from dbt_oml.pipeline import live as pipeline
 
     def build(settings, args, *, cwd, report, **_):
         raise _BoomError("early")

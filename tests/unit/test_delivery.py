@@ -8,7 +8,7 @@ from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import RunEvent
 
 from dbt_oml.artifacts import read_artifacts
-from dbt_oml.delivery import (
+from dbt_oml.delivery.emitter import (
     MAX_CONSECUTIVE_FAILURES,
     Delivery,
     from_dict,
@@ -17,8 +17,8 @@ from dbt_oml.delivery import (
     to_dict,
 )
 from dbt_oml.errors import ArtifactError
-from dbt_oml.event_inputs import EventSettings, Invocation
-from dbt_oml.events import build_events
+from dbt_oml.events.builder import build_events
+from dbt_oml.events.invocation import EventSettings, Invocation
 from dbt_oml.namespaces import Namespaces
 from tests.unit.test_events import STARTED
 

@@ -14,13 +14,13 @@ from openlineage.client.serde import Serde
 from openlineage.client.transport.file import FileConfig
 from openlineage.client.transport.file import FileTransport as ClientFileTransport
 
-from dbt_oml import event_json
 from dbt_oml.artifacts import read_artifacts
-from dbt_oml.delivery import Delivery, from_dict, to_dict
-from dbt_oml.event_inputs import EventSettings, Invocation
-from dbt_oml.events import build_events
-from dbt_oml.lineage_batch import analyse_models
-from dbt_oml.run_state import copies_column_lineage
+from dbt_oml.delivery.emitter import Delivery, from_dict, to_dict
+from dbt_oml.events import serialize as event_json
+from dbt_oml.events.builder import build_events
+from dbt_oml.events.invocation import EventSettings, Invocation
+from dbt_oml.lineage.batch import analyse_models
+from dbt_oml.pipeline.run_state import copies_column_lineage
 from dbt_oml.transports import build_transport_factory
 from dbt_oml.transports.file import FileTransport
 from tests.unit.test_events import NS, STARTED

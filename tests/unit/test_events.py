@@ -9,8 +9,8 @@ import pytest
 from openlineage.client.serde import Serde
 
 from dbt_oml.artifacts import read_artifacts
-from dbt_oml.event_inputs import EventSettings, Invocation, JobNaming
-from dbt_oml.events import build_events
+from dbt_oml.events.builder import build_events
+from dbt_oml.events.invocation import EventSettings, Invocation, JobNaming
 from dbt_oml.namespaces import Namespaces
 
 NS = Namespaces(
@@ -245,7 +245,7 @@ def test_commands_without_nodes_get_only_the_parent_run(mini_target: Path) -> No
 
 
 def test_orchestrator_parent_and_root(mini_target: Path) -> None:
-    from dbt_oml.event_inputs import Orchestrator, RunRef
+    from dbt_oml.events.invocation import Orchestrator, RunRef
 
     parent = RunRef(
         namespace="airflow", name="etl.dbt_task", run_id="01a22a97-0000-7000-8000-000000000001"
@@ -338,7 +338,7 @@ def test_job_names_match_dbt_ol(
     command: str, uid: str, schema: str, kind: str | None, expected: str
 ) -> None:
     from dbt_oml.artifacts import Manifest, Node
-    from dbt_oml.events import EventBuilder
+    from dbt_oml.events.builder import EventBuilder
 
     resource_type, package, *_rest = uid.split(".")
     node = Node(

@@ -5,8 +5,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from dbt_oml.filerefs import file_dataset, file_paths, may_name_file
-from dbt_oml.ids import run_id
+from dbt_oml.events.ids import run_id
+from dbt_oml.lineage.filerefs import file_dataset, file_paths, may_name_file
 
 T0 = datetime(2026, 11, 30, 3, 49, 4, 189000, tzinfo=timezone.utc)
 

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from dbt_oml.artifacts import read_artifacts
-from dbt_oml.impact import CHANGED, REMOVED, RENAMED, SELECTED, Report
-from dbt_oml.impact_report import as_json, as_markdown, as_text
-from dbt_oml.impact_run import impact_of_artifacts
-from dbt_oml.impact_sql import normalized_sql
-from dbt_oml.lineage_graph import ColumnGraph
-from dbt_oml.lineage_view import LineageQueryError
+from dbt_oml.impact.analysis import CHANGED, REMOVED, RENAMED, SELECTED, Report
+from dbt_oml.impact.report import as_json, as_markdown, as_text
+from dbt_oml.impact.sql import normalized_sql
+from dbt_oml.lineage.graph import ColumnGraph
+from dbt_oml.lineage.view import LineageQueryError
+from dbt_oml.pipeline.impact import impact_of_artifacts
 from tests.conftest import MINI
 
 STG = "model.jaffle_oml.stg_customers"

@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 
 from dbt_oml.artifacts import RunArtifacts, read_artifacts
-from dbt_oml.lineage_batch import (
+from dbt_oml.lineage.batch import (
     ANALYSED_TYPES,
     analyse_models,
     file_sources,
@@ -14,8 +14,8 @@ from dbt_oml.lineage_batch import (
     lineage_to_json,
     read_as_relations,
 )
-from dbt_oml.lineage_cache import DiskCache
-from dbt_oml.lineage_run import prune_cache
+from dbt_oml.lineage.cache import DiskCache
+from dbt_oml.pipeline.lineage import prune_cache
 
 MODELS = {
     "model.jaffle_oml.stg_orders",
@@ -226,7 +226,7 @@ def test_known_columns_prefers_the_catalog(mini_target: Path) -> None:
 def test_parallel_workers_give_the_same_answers(mini_target: Path, monkeypatch) -> None:
     import sys
 
-    from dbt_oml import lineage_batch
+    from dbt_oml.lineage import batch as lineage_batch
 
     main = sys.modules["__main__"]
     arts = read_artifacts(mini_target)

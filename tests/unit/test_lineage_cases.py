@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from dbt_oml.errors import LineageError
-from dbt_oml.lineage import ModelLineage, build_schema, column_lineage, schema_case
+from dbt_oml.lineage.model import ModelLineage, build_schema, column_lineage, schema_case
 from tests.conftest import SHARED
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"

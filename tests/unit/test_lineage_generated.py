@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dbt_oml import lineage_batch
 from dbt_oml.artifacts import read_artifacts
-from dbt_oml.lineage_batch import analyse_models
+from dbt_oml.lineage import batch as lineage_batch
+from dbt_oml.lineage.batch import analyse_models
 
 WEB = "model.jaffle_oml.stg_web_events"
 PARQUET = "data/web_events.parquet"

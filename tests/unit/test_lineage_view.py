@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from dbt_oml.artifacts import read_artifacts
-from dbt_oml.lineage_batch import analyse_models, known_columns
-from dbt_oml.lineage_graph import build_graph
-from dbt_oml.lineage_view import (
+from dbt_oml.lineage.batch import analyse_models, known_columns
+from dbt_oml.lineage.graph import build_graph
+from dbt_oml.lineage.view import (
     Hop,
     LineageQueryError,
     LineageView,

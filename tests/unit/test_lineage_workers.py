@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from sqlglot.schema import MappingSchema
 
-from dbt_oml import lineage_batch, lineage_workers
 from dbt_oml.artifacts import RunArtifacts, read_artifacts
-from dbt_oml.lineage_batch import analyse_models
-from dbt_oml.lineage_workers import Outcome, analyse_one
+from dbt_oml.lineage import batch as lineage_batch
+from dbt_oml.lineage import workers as lineage_workers
+from dbt_oml.lineage.batch import analyse_models
+from dbt_oml.lineage.workers import Outcome, analyse_one
 from tests.unit.test_lineage_batch import MODELS
 
 HOSTILE = "select " + "(" * 2000 + "1" + ")" * 2000 + " as x"

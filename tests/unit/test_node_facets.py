@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from dbt_oml.artifacts import read_manifest
-from dbt_oml.node_facets import _hints, owners
+from dbt_oml.events.node_facets import _hints, owners
 from tests.unit.test_events import _by, _events
 
 TEST = "test.jaffle_oml.not_null_core_orders_order_id.bc02f3a29c"

@@ -435,7 +435,7 @@ def test_counts_line_shows_the_parts_switched_on() -> None:
 
 
 def test_transport_notes_reach_the_summary(om: FakeOpenMetadata, tmp_path: Path) -> None:
-    from dbt_oml.delivery import Delivery
+    from dbt_oml.delivery.emitter import Delivery
 
     t = transport(om, tmp_path)
 

@@ -9,17 +9,17 @@ import sys
 import dbt_oml
 
 CORE = [
-    "dbt_oml.lineage",
-    "dbt_oml.lineage_batch",
-    "dbt_oml.lineage_view",
-    "dbt_oml.dq_events",
-    "dbt_oml.facets",
+    "dbt_oml.lineage.model",
+    "dbt_oml.lineage.batch",
+    "dbt_oml.lineage.view",
+    "dbt_oml.events.quality",
+    "dbt_oml.events.facets",
     "dbt_oml.artifacts",
     "dbt_oml.namespaces",
-    "dbt_oml.events",
-    "dbt_oml.event_inputs",
-    "dbt_oml.ids",
-    "dbt_oml.filerefs",
+    "dbt_oml.events.builder",
+    "dbt_oml.events.invocation",
+    "dbt_oml.events.ids",
+    "dbt_oml.lineage.filerefs",
 ]
 
 
@@ -39,18 +39,18 @@ def test_core_imports_no_io_libraries() -> None:
         "nats",
         "dbt",
         "dbt_oml.cli",
-        "dbt_oml.pipeline",
-        "dbt_oml.dbt_process",
-        "dbt_oml.delivery",
+        "dbt_oml.pipeline.live",
+        "dbt_oml.dbt.runner",
+        "dbt_oml.delivery.emitter",
         "dbt_oml.config",
-        "dbt_oml.run_state",
-        "dbt_oml.offline",
-        "dbt_oml.lineage_run",
-        "dbt_oml.lineage_cache",
-        "dbt_oml.console",
+        "dbt_oml.pipeline.run_state",
+        "dbt_oml.pipeline.offline",
+        "dbt_oml.pipeline.lineage",
+        "dbt_oml.lineage.cache",
+        "dbt_oml.pipeline.console",
         "dbt_oml.plugin",
-        "dbt_oml.plugin_session",
-        "dbt_oml.relation_columns",
+        "dbt_oml.plugin.session",
+        "dbt_oml.dbt.relation_columns",
     }
     assert not banned & loaded
 
@@ -65,7 +65,7 @@ def test_import_is_inert_and_cheap() -> None:
 def test_the_dbt_plugin_module_is_light_until_switched_on() -> None:
     # dbt imports it in every command; the heavy parts load only in a switched-on session
     loaded = _modules_after_import("dbt_oml.plugin")
-    assert not {"openlineage", "sqlglot", "dbt_oml.pipeline", "dbt_oml.config"} & loaded
+    assert not {"openlineage", "sqlglot", "dbt_oml.pipeline.live", "dbt_oml.config"} & loaded
 
 
 def test_public_api() -> None:

@@ -9,7 +9,7 @@ import pytest
 from dbt.events.types import NodeFinished
 from dbt_common.events.base_types import msg_from_base_event
 
-from dbt_oml.plugin_nodes import _result_of
+from dbt_oml.plugin.nodes import _result_of
 
 
 def finished(resource_type: str = "model", **run_result: Any) -> Any:

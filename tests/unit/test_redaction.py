@@ -21,10 +21,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from dbt_oml import redaction
-from dbt_oml.console import setup_logging
+from dbt_oml.delivery.outbox import append_reason
 from dbt_oml.errors import NamespaceError
 from dbt_oml.namespaces import CatalogSpec, namespace_for, resolve_namespaces
-from dbt_oml.outbox import append_reason
+from dbt_oml.pipeline.console import setup_logging
 from dbt_oml.redaction import Redactor, redact, redact_event, secrets_in, secrets_of
 from tests.unit.test_events import STARTED
 
@@ -260,8 +260,8 @@ def test_error_facets_are_redacted(mini_target: Path) -> None:
     from openlineage.client.serde import Serde
 
     from dbt_oml.artifacts import read_artifacts
-    from dbt_oml.event_inputs import EventSettings, Invocation
-    from dbt_oml.events import build_events
+    from dbt_oml.events.builder import build_events
+    from dbt_oml.events.invocation import EventSettings, Invocation
     from dbt_oml.namespaces import Namespaces
 
     results = mini_target / "run_results.json"
@@ -295,8 +295,8 @@ def test_error_facets_are_redacted(mini_target: Path) -> None:
 def test_a_traceback_is_redacted(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from dbt_oml import pipeline
     from dbt_oml.cli import ExitCode, main
+    from dbt_oml.pipeline import live as pipeline
 
     def build(*_: object, **__: object) -> None:
         raise RuntimeError("attach 'host=db passwd=cli-SECRET-1' failed; token was tok-SECRET-2")

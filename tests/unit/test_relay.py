@@ -12,7 +12,7 @@ import pytest
 
 from dbt_oml.config import RelayEnds, load_settings, relay_ends
 from dbt_oml.errors import ConfigError
-from dbt_oml.relay_verdicts import Action, header_value, read_event, verdicts_of
+from dbt_oml.relay.verdicts import Action, header_value, read_event, verdicts_of
 from dbt_oml.transports.jetstream_connection import subject_matches
 
 pytest.importorskip("nats", reason="needs dbt-oml[nats]")

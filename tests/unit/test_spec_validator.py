@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from openlineage.client.serde import Serde
 
-from dbt_oml import facets
 from dbt_oml.artifacts import read_artifacts
-from dbt_oml.event_inputs import EventSettings, Invocation
-from dbt_oml.events import build_events
+from dbt_oml.events import facets
+from dbt_oml.events.builder import build_events
+from dbt_oml.events.invocation import EventSettings, Invocation
 from dbt_oml.namespaces import Namespaces
-from dbt_oml.run_state import PRODUCER
+from dbt_oml.pipeline.run_state import PRODUCER
 from tests.spec import SPEC, SpecValidator, is_date_time, is_uri, is_uuid
 
 needs_spec = pytest.mark.skipif(

@@ -1,0 +1,231 @@
+"""Send events through the openlineage-python client; keep what could not be delivered.
+
+Delivery never raises into dbt-oml's caller: each failure is counted, and once the transport has
+failed a few times in a row the remaining events go straight to the outbox (a JSON-lines file
+that `dbt-oml replay` sends later), so a dead backend costs seconds, not minutes per event.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from openlineage.client.event_v2 import (
+    InputDataset,
+    Job,
+    OutputDataset,
+    Run,
+    RunEvent,
+    RunState,
+)
+from openlineage.client.facet_v2 import tags_run
+
+from dbt_oml.delivery.outbox import append_events, read_numbered
+from dbt_oml.errors import ArtifactError
+from dbt_oml.events import serialize as event_json
+from dbt_oml.redaction import redact as redact  # re-exported: delivery.redact predates it
+
+logger = logging.getLogger(__name__)
+
+#: After this many consecutive failures the transport is not tried again in this run.
+MAX_CONSECUTIVE_FAILURES = 3
+
+
+class Emitter(Protocol):
+    def emit(self, event: RunEvent) -> None: ...
+    def close(self, timeout: float = -1.0) -> bool: ...
+
+
+class Unconfigured:
+    """Stands in for a transport that could not be created: nothing is sent, all is kept."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def emit(self, event: RunEvent) -> None:  # noqa: ARG002 - Delivery holds: never called
+        raise RuntimeError(self.reason)
+
+    def close(self, timeout: float = -1.0) -> bool:  # noqa: ARG002
+        return False
+
+
+@dataclass(slots=True)
+class DeliveryReport:
+    delivered: int = 0
+    failed: int = 0
+    outbox: Path | None = None
+    errors: list[str] = field(default_factory=list)
+    collected: list[dict[str, Any]] = field(default_factory=list)
+    #: the transport's own summary lines (e.g. what dbt metadata OpenMetadata got)
+    notes: list[str] = field(default_factory=list)
+
+
+def to_dict(event: RunEvent) -> dict[str, Any]:
+    return event_json.to_dict(event)  # what Serde.to_dict gives, in one pass
+
+
+def _run_facets(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Facets stay plain mappings, except `tags`, which the client updates in place."""
+    facets = dict(raw)
+    tags = facets.get("tags")
+    if isinstance(tags, Mapping):
+        facets["tags"] = tags_run.TagsRunFacet(
+            tags=[tags_run.TagsRunFacetFields(**t) for t in tags.get("tags") or ()],
+            producer=tags.get("_producer", ""),
+        )
+    return facets
+
+
+def _output_facets(dataset: Mapping[str, Any]) -> dict[str, Any]:
+    """An output's outputFacets, with the columnLineage OpenMetadata 1.12 reads there (events
+    written for a file carry it in `facets` only; replayed, they may go to OpenMetadata)."""
+    out = dict(dataset.get("outputFacets") or {})
+    lineage = (dataset.get("facets") or {}).get("columnLineage")
+    if lineage is not None and "columnLineage" not in out:
+        out["columnLineage"] = lineage
+    return out
+
+
+def from_dict(doc: Mapping[str, Any]) -> RunEvent:
+    """Rebuild a RunEvent from its JSON form."""
+    run, job = doc["run"], doc["job"]
+    return RunEvent(
+        eventType=RunState(doc["eventType"]),
+        eventTime=doc["eventTime"],
+        run=Run(runId=run["runId"], facets=_run_facets(run.get("facets") or {})),
+        job=Job(namespace=job["namespace"], name=job["name"], facets=job.get("facets") or {}),
+        inputs=[
+            InputDataset(
+                namespace=d["namespace"],
+                name=d["name"],
+                facets=d.get("facets") or {},
+                inputFacets=d.get("inputFacets") or {},
+            )
+            for d in doc.get("inputs") or ()
+        ],
+        outputs=[
+            OutputDataset(
+                namespace=d["namespace"],
+                name=d["name"],
+                facets=d.get("facets") or {},
+                outputFacets=_output_facets(d),
+            )
+            for d in doc.get("outputs") or ()
+        ],
+        producer=doc.get("producer") or "",
+    )
+
+
+class Delivery:
+    """Sends events one by one through an emitter, or collects them for --dry-run."""
+
+    def __init__(self, emitter: Emitter | None, *, outbox: Path, target: str) -> None:
+        self._emitter = emitter
+        self._outbox = outbox
+        self._target = target
+        self._lock = threading.Lock()
+        self._consecutive = 0
+        self.held = False  # set: keep events in the outbox instead of sending (refused on purpose)
+        self.report = DeliveryReport()
+
+    @property
+    def dry_run(self) -> bool:
+        return self._emitter is None
+
+    @property
+    def emitter(self) -> Emitter | None:
+        return self._emitter
+
+    def send(self, event: RunEvent) -> None:
+        if self.held:
+            self.keep(event)
+            return
+        with self._lock:
+            if self._emitter is None:
+                self.report.collected.append(to_dict(event))
+                return
+            if self._consecutive >= MAX_CONSECUTIVE_FAILURES:
+                self._spool(event)
+                return
+            try:
+                self._emitter.emit(event)
+            except Exception as e:
+                self._consecutive += 1
+                self.report.errors.append(redact(f"{type(e).__name__}: {e}"))
+                logger.debug("emit failed", exc_info=True)
+                self._spool(event)
+                if self._consecutive == MAX_CONSECUTIVE_FAILURES:
+                    logger.warning(
+                        "%s failed %d times in a row; keeping the remaining events in %s",
+                        self._target,
+                        self._consecutive,
+                        self._outbox,
+                    )
+            else:
+                self._consecutive = 0
+                self.report.delivered += 1
+
+    def keep(self, event: RunEvent) -> None:
+        """Keep an event in the outbox without sending it (delivery was refused on purpose)."""
+        with self._lock:
+            if self._emitter is None:
+                self.report.collected.append(to_dict(event))
+            else:
+                self._spool(event)
+
+    def send_all(self, events: Iterable[RunEvent]) -> None:
+        for event in events:
+            self.send(event)
+
+    def _spool(self, event: RunEvent) -> None:
+        self.report.failed += 1
+        append_events(self._outbox, [to_dict(event)])
+        self.report.outbox = self._outbox
+
+    def close(self, timeout: float = 10.0) -> DeliveryReport:
+        """Close the emitter; a batching transport delivers (or keeps) its buffer here."""
+        if self._emitter is not None:
+            try:
+                self._emitter.close(timeout)
+            except Exception as e:  # noqa: BLE001 - closing a broken transport is best effort
+                self.report.errors.append(redact(f"close: {type(e).__name__}: {e}"))
+            transport = getattr(self._emitter, "transport", None)
+            undelivered = getattr(transport, "undelivered", 0)
+            if isinstance(undelivered, int) and undelivered:
+                self.report.failed += undelivered
+                self.report.delivered = max(0, self.report.delivered - undelivered)
+                self.report.outbox = getattr(transport, "outbox", None) or self.report.outbox
+            for problem in getattr(transport, "problems", None) or []:
+                self.report.errors.append(redact(str(problem)))
+            self.report.notes += [redact(str(n)) for n in getattr(transport, "notes", None) or []]
+        return self.report
+
+
+def read_outbox(path: Path) -> list[RunEvent]:
+    """The events kept in an outbox file, in order.
+
+    A line that is not an event (torn by a crash mid-write, edited by hand) is skipped with a
+    WARNING naming the file and line; the rest of the file still counts.
+
+    Raises:
+        ArtifactError: the file does not exist or cannot be read.
+    """
+    try:
+        docs, problems = read_numbered(path)
+    except FileNotFoundError:
+        raise ArtifactError(path=str(path), reason="not found") from None
+    except OSError as e:
+        raise ArtifactError(path=str(path), reason=f"cannot be read ({e.strerror})") from e
+    for problem in problems:
+        logger.warning("%s", problem)
+    events = []
+    for number, doc in docs:
+        try:
+            events.append(from_dict(doc))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            logger.warning("%s:%d: skipped, not an OpenLineage event (%r)", path, number, e)
+    return events

@@ -1,0 +1,381 @@
+"""Column lineage for every model of a run: schema assembly, dependency order, cache seam.
+
+Pure: the seed CSV headers and the cache are passed in. The schema used to expand `*` comes,
+best source first, from catalog.json; the analysed outputs of upstream models (models are analysed
+in dependency order); seed CSV headers; columns declared in YAML; and an optional extra lookup
+(the OpenMetadata transport's columns for relations dbt cannot introspect).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sqlglot.schema import MappingSchema
+
+from dbt_oml.artifacts import Column, Node, RunArtifacts
+from dbt_oml.lineage.model import (
+    ENGINE_VERSION,
+    ColumnEdge,
+    ModelLineage,
+    SourceColumn,
+    Transformation,
+    build_schema,
+)
+from dbt_oml.lineage.workers import MODEL_TIMEOUT, Analyse, analyse_one, analyse_parallel
+
+logger = logging.getLogger(__name__)
+
+#: Columns of a relation as (name, type) pairs; None when nothing is known.
+ColumnLookup = Callable[[Node], tuple[Column, ...] | None]
+
+
+class LineageCache(Protocol):
+    """Content-addressed storage of analysed models (see lineage_cache.DiskCache)."""
+
+    def get(self, key: str) -> ModelLineage | None: ...
+    def put(self, key: str, value: ModelLineage) -> None: ...
+    def flush(self) -> None:
+        """Store what `put` was given (called once, at the end of `analyse_models`)."""
+
+
+@dataclass(slots=True)
+class LineageReport:
+    """Per model: its lineage, or why it is opaque."""
+
+    models: dict[str, ModelLineage] = field(default_factory=dict)
+    opaque: dict[str, str] = field(default_factory=dict)
+    cache_hits: int = 0
+    analysed: int = 0
+
+
+ANALYSED_TYPES = frozenset({"model", "snapshot"})
+
+
+def _order(artifacts: RunArtifacts, wanted: set[str]) -> list[Node]:
+    """The wanted nodes and their model ancestors, parents before children (stable order)."""
+    nodes = artifacts.manifest.nodes
+    out: list[Node] = []
+    state: dict[str, int] = {}
+    for uid in sorted(wanted):
+        stack: list[tuple[str, bool]] = [(uid, False)]
+        while stack:
+            current, expanded = stack.pop()
+            node = nodes.get(current)
+            if node is None or node.resource_type not in ANALYSED_TYPES:
+                continue
+            if expanded:
+                if state.get(current) != 2:
+                    state[current] = 2
+                    out.append(node)
+                continue
+            if state.get(current):
+                continue
+            state[current] = 1
+            stack.append((current, True))
+            stack.extend((p, False) for p in reversed(node.depends_on) if not state.get(p))
+    return out
+
+
+def _own_columns(artifacts: RunArtifacts) -> dict[str, tuple[str, ...]]:
+    """Models' own catalog columns, where their SQL has a `*` (a `select *` over a file or a
+    relation nobody knows the columns of takes them)."""
+    if artifacts.catalog is None:
+        return {}
+    out = {}
+    for uid, columns in artifacts.catalog.columns.items():
+        node = artifacts.manifest.nodes.get(uid)
+        sql = node.compiled_code if node else None
+        if (
+            node is not None
+            and node.resource_type in ANALYSED_TYPES
+            and columns
+            and sql
+            and "*" in sql
+        ):
+            out[uid] = tuple(c.name for c in columns)
+    return out
+
+
+def _key(
+    node: Node,
+    sql: str,
+    dialect: str,
+    upstream: Mapping[str, tuple[Column, ...]],
+    own: tuple[str, ...] = (),
+) -> str:
+    doc = {
+        "engine": ENGINE_VERSION,
+        "dialect": dialect,
+        "sql": sql,
+        "upstream": {k: [[c.name, c.type] for c in v] for k, v in sorted(upstream.items())},
+        "relation": [node.database, node.schema, node.identifier],
+        **({"own": list(own)} if own else {}),
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(slots=True)
+class _Tables:
+    """{catalog: {schema: {table: {column: type}}}} plus the original spelling of every name."""
+
+    tables: dict[str, dict[str, dict[str, dict[str, str]]]] = field(default_factory=dict)
+    case: dict[str, str] = field(default_factory=dict)
+    known: dict[str, tuple[Column, ...]] = field(default_factory=dict)
+
+    def add(self, node: Node, columns: tuple[Column, ...]) -> None:
+        db, schema, table = node.database or "", node.schema or "", node.identifier or node.name
+        self.tables.setdefault(db, {}).setdefault(schema, {})[table] = {
+            c.name: (c.type or "UNKNOWN") for c in columns
+        }
+        for name in (db, schema, table, *(c.name for c in columns)):
+            self.case.setdefault(name.lower(), name)
+        self.known[node.unique_id] = columns
+
+
+def known_columns(
+    artifacts: RunArtifacts,
+    *,
+    seed_headers: Mapping[str, tuple[str, ...]] | None = None,
+    extra: ColumnLookup | None = None,
+) -> dict[str, tuple[Column, ...]]:
+    """Columns of every relation node that some source knows, by unique_id (best first)."""
+    catalog = artifacts.catalog.columns if artifacts.catalog else {}
+    out: dict[str, tuple[Column, ...]] = {}
+    for uid, node in artifacts.manifest.nodes.items():
+        if not node.is_relation:
+            continue
+        if catalog.get(uid):
+            out[uid] = catalog[uid]
+        elif node.resource_type == "seed" and seed_headers and seed_headers.get(uid):
+            out[uid] = tuple(Column(name=n) for n in seed_headers[uid])
+        elif node.resource_type == "source" and extra is not None and (found := extra(node)):
+            out[uid] = found
+        elif node.columns and node.resource_type in {"source", "seed"}:
+            out[uid] = node.columns
+    return out
+
+
+#: Below this many models to analyse, worker processes cost more than they save.
+PARALLEL_THRESHOLD = 200
+
+
+def analyse_models(
+    artifacts: RunArtifacts,
+    *,
+    wanted: set[str],
+    dialect: str,
+    default_catalog: str | None = None,
+    seed_headers: Mapping[str, tuple[str, ...]] | None = None,
+    extra: ColumnLookup | None = None,
+    cache: LineageCache | None = None,
+    workers: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    timeout: float = MODEL_TIMEOUT,
+    analyse: Analyse = analyse_one,
+    spelling: Mapping[str, str] | None = None,
+) -> LineageReport:
+    """Column lineage of the `wanted` models (analysing their model ancestors first).
+
+    A model without catalog columns lends its analysed outputs to its children, so a `select *`
+    over it still expands; one model's failure only makes that model (and any `*` over it) opaque.
+    With `workers` > 1 and a large project, models whose upstream columns are all known up front
+    are analysed in parallel processes, each model within `timeout` seconds; the rest follow in
+    dependency order. Whatever goes wrong with one model (a LineageError, RecursionError on
+    hostile SQL, a bug, a worker that hangs) makes that model opaque with the reason; this
+    never raises for a model. `progress` is called with (models analysed, models to analyse)
+    as the work goes. `analyse` is the per-model seam (tests). `spelling` (lower-case name ->
+    spelling) is what a catalog wider than the one given would have spelled first (the plugin
+    analyses one model with the relations it reads, as a whole run's catalog would spell them).
+    """
+    report = LineageReport()
+    tables = _Tables()
+    tables.case.update(spelling or {})
+    for uid, columns in known_columns(artifacts, seed_headers=seed_headers, extra=extra).items():
+        tables.add(artifacts.manifest.nodes[uid], columns)
+    schema = _LazySchema(tables, dialect)
+    external = file_sources(artifacts)
+    results = (
+        {r.unique_id: r for r in artifacts.run_results.results} if artifacts.run_results else {}
+    )
+    todo: list[tuple[Node, str, str]] = []
+    own = _own_columns(artifacts)
+    for node in _order(artifacts, wanted):
+        if node.materialized == "ephemeral":
+            continue  # inlined as a CTE into its readers
+        result = results.get(node.unique_id)
+        sql = (result.compiled_code if result else None) or node.compiled_code
+        if not sql:
+            report.opaque[node.unique_id] = "no compiled SQL in the artifacts"
+            continue
+        sql = read_as_relations(sql, external)
+        upstream = {p: tables.known[p] for p in _relations(artifacts, node) if p in tables.known}
+        key = _key(node, sql, dialect, upstream, own.get(node.unique_id, ()))
+        cached = cache.get(key) if cache is not None else None
+        if cached is not None:
+            report.cache_hits += 1
+            _record(report, tables, schema, node, cached)
+            continue
+        todo.append((node, sql, key))
+    total, finished = len(todo), 0
+    independent = [t for t in todo if all(p in tables.known for p in _relations(artifacts, t[0]))]
+    if workers > 1 and len(independent) >= PARALLEL_THRESHOLD:
+        done = analyse_parallel(
+            [(n.unique_id, sql) for n, sql, _ in independent],
+            tables=tables.tables,
+            case=tables.case,
+            dialect=dialect,
+            default_catalog=default_catalog,
+            workers=workers,
+            timeout=timeout,
+            analyse=analyse,
+            own_columns={
+                n.unique_id: own[n.unique_id] for n, _, _ in independent if n.unique_id in own
+            },
+        )
+        if not done:
+            independent = []  # the pool could not run here: everything goes serially below
+        for node, _, key in independent:
+            outcome = done[node.unique_id]
+            if isinstance(outcome, str):
+                report.opaque[node.unique_id] = outcome
+                continue
+            report.analysed += 1
+            if cache is not None:
+                cache.put(key, outcome)
+            _record(report, tables, schema, node, outcome)
+        todo = [t for t in todo if t[0].unique_id not in done]
+        finished = len(done)
+        if progress is not None and done:
+            progress(finished, total)
+    for node, sql, key in todo:
+        finished += 1
+        if progress is not None and finished % 50 == 0:
+            progress(finished, total)
+        outcome = analyse(
+            sql,
+            schema=schema.get(),
+            dialect=dialect,
+            unique_id=node.unique_id,
+            default_catalog=default_catalog,
+            case=tables.case,
+            **({"own_columns": own[node.unique_id]} if node.unique_id in own else {}),
+        )
+        if isinstance(outcome, str):
+            report.opaque[node.unique_id] = outcome
+            continue
+        lineage = outcome
+        report.analysed += 1
+        if cache is not None:
+            cache.put(key, lineage)
+        _record(report, tables, schema, node, lineage)
+    if cache is not None:
+        cache.flush()
+    return report
+
+
+class _LazySchema:
+    """The MappingSchema, built on the first cache miss (a warm run never needs it)."""
+
+    def __init__(self, tables: _Tables, dialect: str) -> None:
+        self.tables = tables
+        self.dialect = dialect
+        self.schema: MappingSchema | None = None
+
+    def get(self) -> MappingSchema:
+        if self.schema is None:
+            self.schema = build_schema(self.tables.tables, dialect=self.dialect)
+        return self.schema
+
+    def add(self, node: Node, columns: tuple[Column, ...]) -> None:
+        self.tables.add(node, columns)
+        if self.schema is not None:
+            types = {c.name: "UNKNOWN" for c in columns}
+            self.schema.add_table(_table_ref(node), types, dialect=self.dialect)
+
+
+def _record(
+    report: LineageReport,
+    tables: _Tables,
+    schema: _LazySchema,
+    node: Node,
+    lineage: ModelLineage,
+) -> None:
+    report.models[node.unique_id] = lineage
+    if node.unique_id not in tables.known:
+        schema.add(node, tuple(Column(name=e.output) for e in lineage.columns))
+
+
+def file_sources(artifacts: RunArtifacts) -> dict[str, str]:
+    """dbt-duckdb sources with `external_location`: the file read `source()` compiles to (its
+    `relation_name`, e.g. `read_json('data/x/*.json')`) -> the source's own relation name.
+
+    The lineage engine then attributes their columns to the source's dataset, which the event
+    already lists as an input, never to the files. A location two sources share maps to neither.
+    """
+    found: dict[str, list[str]] = {}
+    for node in artifacts.manifest.nodes.values():
+        text = (node.relation_name or "").strip()
+        if node.resource_type == "source" and ("(" in text or text.startswith("'")):
+            found.setdefault(text, []).append(_table_ref(node))
+    return {text: refs[0] for text, refs in found.items() if len(refs) == 1}
+
+
+def read_as_relations(sql: str, sources: Mapping[str, str]) -> str:
+    """`sql` with each file read of a source (as dbt rendered it) replaced by the source itself.
+
+    >>> read_as_relations("select a from read_json('x/*.json') as s",
+    ...                   {"read_json('x/*.json')": '"w"."api"."x"'})
+    'select a from "w"."api"."x" as s'
+    """
+    for text in sorted((t for t in sources if t in sql), key=len, reverse=True):
+        sql = sql.replace(text, sources[text])
+    return sql
+
+
+def _relations(artifacts: RunArtifacts, node: Node) -> list[str]:
+    """unique_ids of the relations a model reads (ephemeral models are inlined into its SQL)."""
+    return sorted(n.unique_id for n in artifacts.manifest.relations_read(node))
+
+
+def _table_ref(node: Node) -> str:
+    parts = (node.database, node.schema, node.identifier or node.name)
+    return ".".join('"' + p.replace('"', '""') + '"' for p in parts if p)
+
+
+def lineage_to_json(value: ModelLineage) -> str:
+    """Compact JSON: distinct sources and transformations once, edges as indexes into them."""
+    sources: dict[SourceColumn, int] = {}
+    transforms: dict[Transformation, int] = {}
+
+    def pairs(items: tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]) -> list[Any]:
+        return [
+            [
+                sources.setdefault(s, len(sources)),
+                [transforms.setdefault(t, len(transforms)) for t in ts],
+            ]
+            for s, ts in items
+        ]
+
+    columns = [[e.output, e.expression, pairs(e.inputs)] for e in value.columns]
+    dataset = pairs(value.dataset)
+    doc = {"s": list(sources), "t": list(transforms), "c": columns, "d": dataset}
+    return json.dumps(doc, separators=(",", ":"))
+
+
+def lineage_from_json(text: str) -> ModelLineage:
+    doc = json.loads(text)
+    sources = [SourceColumn._make(s) for s in doc["s"]]
+    transforms = [Transformation._make(t) for t in doc["t"]]
+
+    def pairs(items: list[Any]) -> tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]:
+        return tuple((sources[s], tuple([transforms[t] for t in ts])) for s, ts in items)
+
+    return ModelLineage(
+        columns=tuple(ColumnEdge(output=o, inputs=pairs(i), expression=x) for o, x, i in doc["c"]),
+        dataset=pairs(doc["d"]),
+    )

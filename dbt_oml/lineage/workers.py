@@ -1,0 +1,234 @@
+"""Analyse one model without ever failing the run; analyse many in bounded worker processes.
+
+Hostile SQL (2,000 nested parentheses raise RecursionError in sqlglot) or a bug in the walk
+costs only that model its column lineage: it becomes opaque with the reason. In worker
+processes each model also has a time limit, and a worker that stops answering (a hang no signal
+interrupts, a crash) is stopped; its models become opaque and the run goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+import types
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from sqlglot.schema import MappingSchema
+
+from dbt_oml.errors import LineageError
+from dbt_oml.lineage.model import ModelLineage, build_schema, column_lineage
+
+logger = logging.getLogger(__name__)
+
+#: Seconds one model may take in a worker process before it is given up (opaque).
+MODEL_TIMEOUT: Final = 30.0
+#: Models per task sent to a worker: small, so a stopped worker costs few models.
+CHUNK: Final = 8
+#: Seconds for the workers to start (spawn imports sqlglot and builds the schema).
+STARTUP: Final = 30.0
+#: Seconds a chunk may take beyond CHUNK * timeout (passing results between processes).
+SLACK: Final = 5.0
+
+#: A model's lineage, or the reason it has none.
+Outcome = ModelLineage | str
+Tables = Mapping[str, Any]
+
+
+class Analyse(Protocol):
+    """Analyses one model's SQL; returns its lineage or why it is opaque, and never raises."""
+
+    def __call__(
+        self,
+        sql: str,
+        *,
+        schema: MappingSchema,
+        dialect: str,
+        unique_id: str,
+        default_catalog: str | None,
+        case: Mapping[str, str],
+        own_columns: Sequence[str] = (),
+    ) -> Outcome: ...
+
+
+def analyse_one(
+    sql: str,
+    *,
+    schema: MappingSchema,
+    dialect: str,
+    unique_id: str,
+    default_catalog: str | None,
+    case: Mapping[str, str],
+    own_columns: Sequence[str] = (),
+) -> Outcome:
+    """One model's column lineage, or the reason it is opaque. Never raises.
+
+    >>> analyse_one("select " + "(" * 2000 + "1" + ")" * 2000, schema=build_schema({},
+    ...     dialect="duckdb"), dialect="duckdb", unique_id="m", default_catalog=None, case={})
+    'SQL nested too deeply to analyse (RecursionError)'
+    """
+    try:
+        return column_lineage(
+            sql,
+            schema=schema,
+            dialect=dialect,
+            unique_id=unique_id,
+            default_catalog=default_catalog,
+            default_schema="main",
+            case=case,
+            own_columns=own_columns,
+        )
+    except LineageError as e:
+        return e.reason
+    except RecursionError:
+        return "SQL nested too deeply to analyse (RecursionError)"
+    except Exception as e:
+        logger.debug("analysing %s failed", unique_id, exc_info=True)
+        first = str(e).strip().splitlines()
+        return f"analysis failed ({type(e).__name__}: {first[0][:200] if first else ''})"
+
+
+class _TimeoutError(BaseException):
+    """Raised by the worker's alarm; a BaseException, so no `except Exception` swallows it."""
+
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Interrupt the block after `seconds` (worker processes only: they own their signals)."""
+
+    def expire(_signum: int, _frame: types.FrameType | None) -> None:
+        raise _TimeoutError
+
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if seconds <= 0 or not usable:
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@dataclass(frozen=True, slots=True)
+class _Worker:
+    schema: MappingSchema
+    case: Mapping[str, str]
+    dialect: str
+    default_catalog: str | None
+    timeout: float
+    analyse: Analyse
+    own_columns: Mapping[str, tuple[str, ...]]
+
+
+#: Set once in each worker process by `_start` (the schema is built there once, not per task).
+_WORKER: list[_Worker] = []
+
+
+def _start(
+    tables: Tables,
+    case: Mapping[str, str],
+    dialect: str,
+    default_catalog: str | None,
+    timeout: float,
+    analyse: Analyse,
+    own_columns: Mapping[str, tuple[str, ...]],
+) -> None:
+    schema = build_schema(tables, dialect=dialect)
+    _WORKER[:] = [_Worker(schema, case, dialect, default_catalog, timeout, analyse, own_columns)]
+
+
+def _bounded(worker: _Worker, unique_id: str, sql: str) -> Outcome:
+    try:
+        own = worker.own_columns.get(unique_id)
+        with _deadline(worker.timeout):
+            return worker.analyse(
+                sql,
+                schema=worker.schema,
+                dialect=worker.dialect,
+                unique_id=unique_id,
+                default_catalog=worker.default_catalog,
+                case=worker.case,
+                **({"own_columns": own} if own else {}),
+            )
+    except _TimeoutError:
+        return f"analysis took longer than {worker.timeout:g} s (given up)"
+
+
+def _run_chunk(jobs: list[tuple[str, str]]) -> list[tuple[str, Outcome]]:
+    worker = _WORKER[0]
+    return [(uid, _bounded(worker, uid, sql)) for uid, sql in jobs]
+
+
+@contextmanager
+def _main_not_imported() -> Iterator[None]:
+    """Spawned workers import the parent's `__main__` first; they need only this module.
+
+    Under the dbt plugin `__main__` is dbt's CLI (about 2 s of imports per worker), so while the
+    workers start, `__main__` is a bare module that spawn has nothing to import for.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
+def analyse_parallel(
+    jobs: list[tuple[str, str]],
+    *,
+    tables: Tables,
+    case: Mapping[str, str],
+    dialect: str,
+    default_catalog: str | None,
+    workers: int,
+    timeout: float = MODEL_TIMEOUT,
+    analyse: Analyse = analyse_one,
+    own_columns: Mapping[str, tuple[str, ...]] | None = None,
+) -> dict[str, Outcome]:
+    """(unique_id, sql) jobs analysed in spawned worker processes; {} when no pool can start.
+
+    Every job gets an outcome. When no chunk finishes for `CHUNK * timeout + SLACK` seconds
+    (plus STARTUP for the first) the workers are stopped and the unfinished models are opaque.
+    """
+    import multiprocessing
+
+    chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
+    context = multiprocessing.get_context("spawn")  # never fork a process that ran dbt's threads
+    initargs = (
+        dict(tables),
+        dict(case),
+        dialect,
+        default_catalog,
+        timeout,
+        analyse,
+        dict(own_columns or {}),
+    )
+    try:
+        with _main_not_imported():
+            pool = context.Pool(min(workers, len(chunks)), _start, initargs)
+    except OSError as e:  # e.g. no importable __main__ (embedded Python), no semaphores
+        logger.debug("lineage worker processes unavailable (%s); analysing serially", e)
+        return {}
+    patience = CHUNK * timeout + SLACK
+    done: dict[str, Outcome] = {}
+    with pool:  # leaving terminates the workers, a hung one included
+        results = pool.imap_unordered(_run_chunk, chunks)
+        for number in range(len(chunks)):
+            try:
+                done.update(results.next(timeout=patience + (0 if number else STARTUP)))
+            except multiprocessing.TimeoutError:
+                logger.warning("column lineage: no worker answered for %g s; stopped", patience)
+                break
+            except Exception as e:  # noqa: BLE001 - a failed task costs its models, not the run
+                logger.debug("a lineage worker task failed: %r", e)
+    stopped = f"analysis did not finish (its worker failed or hung for {patience:g} s)"
+    return {uid: done.get(uid, stopped) for uid, _ in jobs}

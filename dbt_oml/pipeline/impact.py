@@ -1,0 +1,201 @@
+"""`dbt-oml impact` from artifacts: read the current and the `--state` build, analyse both,
+and hand them to the pure impact analysis.
+
+I/O adapter (like lineage_run): reads artifacts, seed headers and the lineage cache. The current
+build's catalog.json, when there is one, may predate the change: the catalog entries of models
+whose SQL changed are not used (their columns come from the SQL). Without a current catalog,
+the state's columns of sources (which the change does not build) are used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Sequence
+from pathlib import Path
+
+from dbt_oml.artifacts import Catalog, RunArtifacts, read_artifacts
+from dbt_oml.dbt.runner import ProjectOptions, resolve_project
+from dbt_oml.errors import ArtifactError
+from dbt_oml.impact.analysis import (
+    SELECTED,
+    Build,
+    ColumnChange,
+    Report,
+    analyse_impact,
+    borrow,
+    columns_tested,
+    compare,
+    modified_models,
+)
+from dbt_oml.impact.exposures import read_exposures
+from dbt_oml.impact.sql import schema_of
+from dbt_oml.lineage.cache import DiskCache
+from dbt_oml.lineage.graph import ColumnGraph
+from dbt_oml.lineage.model import ModelLineage, schema_case
+from dbt_oml.lineage.view import LineageQueryError, LineageView
+from dbt_oml.lineage.workers import analyse_one
+from dbt_oml.pipeline.lineage import project_graph
+from dbt_oml.pipeline.run_state import STATE_DIR
+
+
+def compiled_sql(artifacts: RunArtifacts) -> dict[str, str]:
+    """Each node's compiled SQL: run_results.json first (what ran), then the manifest."""
+    out = {u: n.compiled_code for u, n in artifacts.manifest.nodes.items() if n.compiled_code}
+    if artifacts.run_results is not None:
+        out.update(
+            {r.unique_id: r.compiled_code for r in artifacts.run_results.results if r.compiled_code}
+        )
+    return out
+
+
+def _without(
+    artifacts: RunArtifacts, stale: set[str], fallback: RunArtifacts | None
+) -> RunArtifacts:
+    """The artifacts without the catalog entries of `stale` models; with the fallback's
+    source columns when there is no catalog at all."""
+    catalog = artifacts.catalog
+    if catalog is not None:
+        columns = {u: c for u, c in catalog.columns.items() if u not in stale}
+        return dataclasses.replace(artifacts, catalog=dataclasses.replace(catalog, columns=columns))
+    if fallback is None or fallback.catalog is None:
+        return artifacts
+    sources = {
+        u: c
+        for u, c in fallback.catalog.columns.items()
+        if u.startswith("source.") and u in artifacts.manifest.nodes
+    }
+    borrowed = Catalog(path=fallback.catalog.path, generated_at=None, columns=sources)
+    return dataclasses.replace(artifacts, catalog=borrowed)
+
+
+def _build(
+    artifacts: RunArtifacts,
+    *,
+    project_dir: Path,
+    cache: DiskCache | None,
+    dialect: str,
+    default_catalog: str | None,
+) -> Build:
+    models, graph = project_graph(
+        artifacts,
+        project_dir=project_dir,
+        dialect=dialect,
+        default_catalog=default_catalog,
+        cache=cache,
+    )
+    return Build(artifacts.manifest, graph, models, compiled_sql(artifacts))
+
+
+def _singular_tests(
+    build: Build, *, dialect: str, default_catalog: str | None
+) -> dict[str, ModelLineage]:
+    """The column lineage of each singular test's SQL (what its WHERE and computations read)."""
+    columns = {u: n.columns for u, n in build.graph.nodes.items()}
+    schema = schema_of(build.manifest, columns)
+    case = schema_case(schema.mapping)
+    out: dict[str, ModelLineage] = {}
+    for uid, node in build.manifest.nodes.items():
+        sql = build.sql.get(uid)
+        if node.test is None or node.test.generic or not sql:
+            continue
+        outcome = analyse_one(
+            sql,
+            schema=schema,
+            dialect=dialect,
+            unique_id=uid,
+            default_catalog=default_catalog,
+            case=case,
+        )
+        if not isinstance(outcome, str):
+            out[uid] = outcome
+    return out
+
+
+def impact(
+    options: ProjectOptions, *, state: Path | None, columns: Sequence[str]
+) -> tuple[Report, ColumnGraph]:
+    """The impact report of a `--state` comparison and/or named MODEL.COLUMNs, and the graph
+    the names in it come from.
+
+    Raises:
+        ArtifactError: missing or unreadable artifacts (here or in the state directory).
+        LineageQueryError: a named model or column is not in the project.
+    """
+    project = resolve_project(options)
+    current = read_artifacts(project.target_path)
+    previous = None
+    if state is not None:
+        if not (state / "manifest.json").is_file():
+            raise ArtifactError(
+                path=str(state / "manifest.json"),
+                reason="not found",
+                hint="--state takes the target directory of the production build",
+            )
+        previous = read_artifacts(state)
+    report, graph = impact_of_artifacts(
+        current,
+        previous,
+        columns=columns,
+        project_dir=project.project_dir,
+        cache=DiskCache(project.target_path / STATE_DIR / "lineage-cache"),
+        dialect=project.adapter_type,
+        default_catalog=project.catalogs[0].alias if project.catalogs else None,
+    )
+    return dataclasses.replace(report, state=str(state) if state else None), graph
+
+
+def impact_of_artifacts(
+    current: RunArtifacts,
+    previous: RunArtifacts | None,
+    *,
+    columns: Sequence[str] = (),
+    project_dir: Path,
+    cache: DiskCache | None = None,
+    dialect: str = "duckdb",
+    default_catalog: str | None = None,
+) -> tuple[Report, ColumnGraph]:
+    """`impact` on artifacts already read (`previous`: the --state build, or None)."""
+    stale: set[str] = set()
+    if previous is not None:
+        stale = set(
+            modified_models(
+                (previous.manifest, compiled_sql(previous)),
+                (current.manifest, compiled_sql(current)),
+            )[0]
+        )
+    build = functools.partial(
+        _build,
+        project_dir=project_dir,
+        cache=cache,
+        dialect=dialect,
+        default_catalog=default_catalog,
+    )
+    now = build(_without(current, stale, previous))
+    changes: list[ColumnChange] = []
+    graph, borrowed, comparison = now.graph, set[str](), None
+    if previous is not None:
+        before = build(previous)
+        comparison = compare(before, now, dialect=dialect)
+        graph, borrowed = borrow(now, before, comparison.modified)
+        changes += comparison.changes
+    view = LineageView(graph)
+    for text in columns:
+        node_name, _, column = text.rpartition(".")
+        if not node_name:
+            raise LineageQueryError(what=repr(text), reason="expected MODEL.COLUMN")
+        node = view.find_node(node_name)
+        changes.append(ColumnChange(node.id, view.find_column(node, column), SELECTED))
+    tested = columns_tested(
+        now.manifest,
+        singular=_singular_tests(now, dialect=dialect, default_catalog=default_catalog),
+    )
+    impacts = analyse_impact(
+        changes,
+        graph,
+        tests=tested,
+        manifest=now.manifest,
+        exposures=read_exposures(Path(current.manifest.path)),
+        via_state=borrowed,
+    )
+    return Report(impacts, comparison), graph

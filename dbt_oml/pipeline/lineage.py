@@ -1,0 +1,167 @@
+"""Column lineage for a run: seed headers from disk, the cache in target/, the guard.
+
+I/O adapter around the pure lineage_batch: reads seed CSV headers and keeps the on-disk cache.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from dbt_oml.artifacts import (
+    Manifest,
+    RunArtifacts,
+)
+from dbt_oml.config import Settings
+from dbt_oml.lineage.batch import (
+    ANALYSED_TYPES,
+    ColumnLookup,
+    LineageCache,
+    analyse_models,
+    known_columns,
+)
+from dbt_oml.lineage.cache import DiskCache
+from dbt_oml.lineage.graph import ColumnGraph, build_graph
+from dbt_oml.lineage.model import ModelLineage
+from dbt_oml.pipeline.run_state import STATE_DIR, Progress, Report
+
+logger = logging.getLogger(__name__)
+
+
+def seed_headers(manifest: Manifest, project_root: Path) -> dict[str, tuple[str, ...]]:
+    """Each seed's column names from its CSV header (`select *` over a seed without catalog)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for uid, node in manifest.nodes.items():
+        if node.resource_type != "seed" or not node.original_file_path:
+            continue
+        try:
+            with (project_root / node.original_file_path).open(encoding="utf-8", newline="") as f:
+                header = next(csv.reader(f), [])
+        except (OSError, UnicodeDecodeError, csv.Error):
+            continue
+        if header:
+            out[uid] = tuple(h.strip() for h in header)
+    return out
+
+
+#: After a partial run (--select), the cache keeps up to this many entries per model of the project.
+CACHE_ENTRIES_PER_MODEL = 2
+
+
+def prune_cache(cache: DiskCache, artifacts: RunArtifacts, wanted: set[str]) -> None:
+    """Drop the cache entries this run did not use: all of them when every model of the manifest
+    was analysed; else the least recently used beyond a bound (the other models' entries stay)."""
+    models = [
+        uid
+        for uid, n in artifacts.manifest.nodes.items()
+        if n.resource_type in ANALYSED_TYPES and n.materialized != "ephemeral"
+    ]
+    complete = wanted.issuperset(models)
+    removed = cache.prune(keep_at_most=0 if complete else CACHE_ENTRIES_PER_MODEL * len(models))
+    if removed:
+        logger.debug("lineage cache: %d stale entries removed", removed)
+
+
+def column_lineage_for(
+    settings: Settings,
+    artifacts: RunArtifacts,
+    *,
+    project_root: Path,
+    target_path: Path,
+    dialect: str,
+    default_catalog: str | None,
+    report: Report,
+    progress: Progress | None = None,
+    extra: ColumnLookup | None = None,
+    known: Mapping[str, ModelLineage] | None = None,
+) -> dict[str, ModelLineage]:
+    """Column lineage of the models that completed, recording the opaque ones in the report.
+
+    `known`: models already analysed in this run (plugin mode, as each node finished); they and
+    the ones already reported opaque are not analysed again.
+    """
+    if not settings.column_lineage or artifacts.run_results is None:
+        return {}
+    nodes = artifacts.manifest.nodes
+    wanted = {
+        r.unique_id
+        for r in artifacts.run_results.results
+        if r.status == "success"
+        and r.unique_id in nodes
+        and nodes[r.unique_id].resource_type in ANALYSED_TYPES
+    }
+    if not wanted:
+        return {}
+    done = {uid: lin for uid, lin in (known or {}).items() if uid in wanted}
+    todo = wanted - set(done) - set(report.opaque)
+    if not todo:
+        return _checked(settings, report, wanted, done)
+    cache = DiskCache(target_path / STATE_DIR / "lineage-cache")
+    result = analyse_models(
+        artifacts,
+        wanted=todo,
+        dialect=dialect,
+        default_catalog=default_catalog,
+        seed_headers=seed_headers(artifacts.manifest, project_root),
+        cache=cache,
+        workers=min(os.cpu_count() or 1, 8),
+        progress=progress,
+        extra=extra,
+    )
+    prune_cache(cache, artifacts, wanted)
+    models = {**done, **{uid: lin for uid, lin in result.models.items() if uid in todo}}
+    report.opaque.update({uid: why for uid, why in result.opaque.items() if uid in todo})
+    return _checked(settings, report, wanted, models)
+
+
+def _checked(
+    settings: Settings, report: Report, wanted: set[str], models: dict[str, ModelLineage]
+) -> dict[str, ModelLineage]:
+    """Record the count; the run-level guard when none of the models has column lineage."""
+    report.lineage_models = len(models)
+    if not models and not settings.allow_empty_column_lineage:
+        report.refused = (
+            f"none of the {len(wanted)} models that ran has column lineage; sending would make "
+            "OpenMetadata replace the column lineage it holds with none. Fix the cause above "
+            "(missing catalog.json?) or pass --allow-empty-column-lineage"
+        )
+    return models
+
+
+def project_graph(
+    artifacts: RunArtifacts,
+    *,
+    project_dir: Path,
+    dialect: str,
+    default_catalog: str | None,
+    cache: LineageCache | None,
+) -> tuple[dict[str, ModelLineage], ColumnGraph]:
+    """Every (non-ephemeral) model analysed, and the project's column graph over them.
+
+    Shared by `dbt-oml lineage` (and the explorer) and `dbt-oml impact`.
+    """
+    wanted = {
+        uid
+        for uid, n in artifacts.manifest.nodes.items()
+        if n.resource_type in ANALYSED_TYPES and n.materialized != "ephemeral"
+    }
+    headers = seed_headers(artifacts.manifest, project_dir)
+    result = analyse_models(
+        artifacts,
+        wanted=wanted,
+        dialect=dialect,
+        default_catalog=default_catalog,
+        seed_headers=headers,
+        cache=cache,
+        workers=min(os.cpu_count() or 1, 8),
+    )
+    graph = build_graph(
+        artifacts.manifest,
+        result.models,
+        opaque=result.opaque,
+        known=known_columns(artifacts, seed_headers=headers),
+    )
+    return dict(result.models), graph

@@ -1,0 +1,209 @@
+"""The commands that work on existing artifacts without running dbt: emit, replay, lineage.
+
+dbt's own loaders resolve the project, profile and target (dbt_process.resolve_project), so
+DBT_* variables and profile Jinja work exactly as for dbt.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from dbt_oml.artifacts import RunArtifacts, failure_summary, read_artifacts
+from dbt_oml.config import Settings
+from dbt_oml.dbt.runner import ProjectOptions, ResolvedProject, resolve_project
+from dbt_oml.delivery.emitter import Delivery, read_outbox
+from dbt_oml.errors import ArtifactError
+from dbt_oml.events.builder import iter_events
+from dbt_oml.events.invocation import Invocation
+from dbt_oml.lineage.cache import DiskCache
+from dbt_oml.lineage.view import LineageView
+from dbt_oml.pipeline.lineage import column_lineage_for, project_graph
+from dbt_oml.pipeline.run_state import (
+    STATE_DIR,
+    Report,
+    copies_column_lineage,
+    event_settings,
+    make_emitter,
+    namespaces_for,
+    outbox_path,
+    quiet_gc,
+    read_node_starts,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def _invocation(project: ResolvedProject, artifacts: RunArtifacts) -> Invocation:
+    results = artifacts.run_results
+    if results is None:
+        raise ArtifactError(
+            path=str(project.target_path / "run_results.json"),
+            reason="not found",
+            hint="run dbt (or dbt-oml) first",
+        )
+    return Invocation(
+        invocation_id=results.invocation_id or artifacts.manifest.invocation_id or "unknown",
+        started_at=results.invocation_started_at
+        or results.generated_at
+        or datetime.now(timezone.utc),
+        command=results.command or "build",
+        project_name=artifacts.manifest.project_name or project.project_name,
+        project_version=project.project_version,
+        profile_name=project.profile_name,
+        target_name=project.target_name,
+        dbt_version=results.dbt_version,
+        adapter_type=project.adapter_type,
+    )
+
+
+def emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
+    """`dbt-oml emit`: build and send the events of existing artifacts, without running dbt."""
+    with quiet_gc():
+        return _emit(settings, options, cwd=cwd)
+
+
+def _emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
+    report = Report()
+    project = resolve_project(options)
+    artifacts = read_artifacts(project.target_path)
+    report.problems += artifacts.problems
+    invocation = _invocation(project, artifacts)
+    results = artifacts.run_results
+    assert results is not None
+    failed = [r for r in results.results if r.status in {"error", "fail"}]
+    lineage = column_lineage_for(
+        settings,
+        artifacts,
+        project_root=project.project_dir,
+        target_path=project.target_path,
+        dialect=project.adapter_type,
+        default_catalog=project.catalogs[0].alias if project.catalogs else None,
+        report=report,
+    )
+    emitter, report.destination = make_emitter(settings, project.target_path)
+    events = iter_events(
+        artifacts,
+        invocation=invocation,
+        namespaces=namespaces_for(settings, project.catalogs, cwd, report),
+        settings=event_settings(
+            settings, cwd, project.project_dir, copy_column_lineage=copies_column_lineage(emitter)
+        ),
+        node_starts=read_node_starts(project.target_path, invocation.invocation_id),
+        ended_at=results.generated_at,
+        error=failure_summary((r.unique_id, r.status) for r in failed) if failed else None,
+        lineage=lineage,
+    )
+    outbox = outbox_path(settings, project.target_path, invocation.invocation_id)
+    delivery = Delivery(emitter, outbox=outbox, target=report.destination)
+    delivery.held = report.refused is not None
+    for event in events:  # each event is built, sent and dropped in turn
+        report.events_built += 1
+        delivery.send(event)
+    report.delivery = delivery.close()
+    return report
+
+
+#: Events the server refused for good: `dbt-oml replay FILE` sends them on purpose, flush never.
+REJECTED_SUFFIX = ".rejected.jsonl"
+
+
+def outbox_files(settings: Settings, target_path: Path) -> tuple[Path, list[Path]]:
+    """The outbox directory of a project's target, and the files `dbt-oml flush` sends.
+
+    `*.rejected.jsonl` (events the server refused for good) stay where they are.
+    """
+    outbox = settings.outbox_dir or target_path / STATE_DIR / "outbox"
+    files = sorted(outbox.glob("*.jsonl")) if outbox.is_dir() else []
+    return outbox, [f for f in files if not f.name.endswith(REJECTED_SUFFIX)]
+
+
+def replay(settings: Settings, files: Sequence[Path], *, target_path: Path) -> Report:
+    """`dbt-oml replay FILE...` / `dbt-oml flush`: send kept events again.
+
+    The files are set aside while their events are sent; whatever is still not accepted is kept
+    again in the outbox (by dbt-oml, or by a batching transport such as OpenMetadata's), so only
+    what was delivered leaves it.
+    """
+    report = Report()
+    emitter, report.destination = make_emitter(settings, target_path)
+    events = [event for path in files for event in read_outbox(path)]
+    report.events_built = len(events)
+    staged = []
+    if emitter is not None:
+        for path in files:
+            staged.append(path.replace(path.with_name(path.name + ".replaying")))
+    first = files[0] if files else target_path / STATE_DIR / "outbox" / "replay.jsonl"
+    delivery = Delivery(
+        emitter, outbox=first.with_name(f"{first.stem}.retry.jsonl"), target=report.destination
+    )
+    delivery.send_all(events)
+    report.delivery = delivery.close()
+    for path in staged:
+        path.unlink()
+    return report
+
+
+def lineage_view(options: ProjectOptions) -> LineageView:
+    """`dbt-oml lineage`: analyse every model of existing artifacts, for tracing upstream."""
+    project = resolve_project(options)
+    return view_of(
+        read_artifacts(project.target_path),
+        project_dir=project.project_dir,
+        target_path=project.target_path,
+        dialect=project.adapter_type,
+        default_catalog=project.catalogs[0].alias if project.catalogs else None,
+    )
+
+
+def view_of(
+    artifacts: RunArtifacts,
+    *,
+    project_dir: Path,
+    target_path: Path,
+    dialect: str,
+    default_catalog: str | None,
+) -> LineageView:
+    """The column graph of every model of these artifacts (cached analyses reused)."""
+    _, graph = project_graph(
+        artifacts,
+        project_dir=project_dir,
+        dialect=dialect,
+        default_catalog=default_catalog,
+        cache=DiskCache(target_path / STATE_DIR / "lineage-cache"),
+    )
+    return LineageView(graph)
+
+
+def build_explorer(
+    artifacts: RunArtifacts,
+    path: Path,
+    *,
+    project_dir: Path,
+    target_path: Path,
+    dialect: str,
+    default_catalog: str | None,
+) -> Path:
+    """`dbt-oml build --explorer`: the whole project's explorer page from the run's artifacts."""
+    from dbt_oml.lineage.view import Query, answer
+
+    view = view_of(
+        artifacts,
+        project_dir=project_dir,
+        target_path=target_path,
+        dialect=dialect,
+        default_catalog=default_catalog,
+    )
+    return write_explorer(path, answer(view, Query()).document)
+
+
+def write_explorer(path: Path, document: Mapping[str, Any]) -> Path:
+    """`dbt-oml lineage --html FILE`: the explorer page for a lineage document, one file."""
+    from dbt_oml.explorer import render
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(document), encoding="utf-8")
+    return path.resolve()
