@@ -10,7 +10,8 @@ export DO_NOT_TRACK := 1
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# compat: a .pth path entry, so dbt's plugin discovery (pkgutil) sees dbt_oml in this venv
+	$(BIN)/python -m pip install --quiet --config-settings editable_mode=compat -e '.[dev]'
 	touch $(STAMP)
 
 # Build the bundled project with events (embedded default: DuckDB files, events to a file).
@@ -25,6 +26,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check dbt_oml tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 test-unit: $(STAMP)
@@ -33,6 +35,7 @@ test-unit: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check dbt_oml tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 fmt: $(STAMP)
 	$(BIN)/ruff format dbt_oml tests benchmarks

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
-
 from dbt_oml.errors import DbtOmlError
+from dbt_oml.version import __version__
 
 __all__ = ["DbtOmlError", "__version__"]
 

@@ -22,10 +22,10 @@ import click
 if TYPE_CHECKING:
     from dbt_oml.dbt.runner import ProjectOptions
 
-from dbt_oml import __version__
 from dbt_oml.errors import ArtifactError, ConfigError, DbtOmlError
 from dbt_oml.pipeline.console import print_summary, progress_bar, say, setup_logging
 from dbt_oml.redaction import register
+from dbt_oml.version import __version__
 
 logger = logging.getLogger("dbt_oml")
 

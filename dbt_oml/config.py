@@ -16,8 +16,8 @@ from typing import Any, Final
 import yaml
 
 from dbt_oml.errors import ConfigError
-from dbt_oml.events.invocation import JobNaming, Orchestrator, RunRef
 from dbt_oml.redaction import SECRET_KEY, secrets_of
+from dbt_oml.runs import JobNaming, Orchestrator, RunRef
 
 #: The config file looked for in the working directory when none is named.
 DEFAULT_CONFIG_FILE: Final = "dbt-oml.yml"

@@ -27,12 +27,13 @@ from openlineage.client.facet_v2 import DatasetFacet, JobFacet, RunFacet, parent
 from dbt_oml.artifacts import Catalog, Column, Manifest, Node, NodeResult, RunArtifacts
 from dbt_oml.events import facets, node_facets
 from dbt_oml.events.ids import run_id
-from dbt_oml.events.invocation import EventSettings, Invocation, JobNaming, RunRef, format_time
+from dbt_oml.events.invocation import EventSettings, Invocation, format_time
 from dbt_oml.events.quality import per_test_events, skipped_tests, test_events
 from dbt_oml.lineage.filerefs import file_dataset, file_paths
 from dbt_oml.lineage.model import ModelLineage, SourceColumn
 from dbt_oml.namespaces import Namespaces
 from dbt_oml.redaction import redact
+from dbt_oml.runs import JobNaming, RunRef
 
 #: Node types that run as their own OpenLineage job, and their jobType.
 JOB_TYPES: Mapping[str, str] = {"model": "MODEL", "seed": "SEED", "snapshot": "SNAPSHOT"}

@@ -8,16 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from enum import Enum
 
-
-class JobNaming(str, Enum):
-    """How node jobs are named."""
-
-    DBT_OL = "dbt-ol"
-    """dbt-ol's default names (`db.schema.package.model[.command.kind]`): histories continue."""
-    UNIQUE_ID = "unique_id"
-    """Stable, command-independent names: the node's unique_id."""
+from dbt_oml.runs import JobNaming, Orchestrator
 
 
 def format_time(moment: datetime) -> str:
@@ -46,23 +38,6 @@ class Invocation:
     dbt_version: str = "unknown"
     adapter_type: str = "duckdb"
     project_version: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunRef:
-    """A run of some job: an orchestrator's task or DAG run (OPENLINEAGE_PARENT_ID et al.)."""
-
-    namespace: str
-    name: str
-    run_id: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Orchestrator:
-    """The orchestrator run that started dbt, and the root of its run tree."""
-
-    parent: RunRef
-    root: RunRef
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

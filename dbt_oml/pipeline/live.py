@@ -207,7 +207,7 @@ def build(
     `report` is filled in as the run goes, so a caller still knows dbt's exit code if
     something after dbt fails.
     """
-    from dbt_oml.plugin import suppressed
+    from dbt_oml.dbt.own_runs import suppressed
 
     report = report if report is not None else Report()
     check_transport(settings)  # a typo in the transport must not cost a two-hour build

@@ -15,7 +15,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from dbt_oml import __version__
 from dbt_oml.artifacts import (
     parse_time,
 )
@@ -27,6 +26,7 @@ from dbt_oml.delivery.emitter import DeliveryReport, Emitter
 from dbt_oml.errors import ConfigError
 from dbt_oml.events.invocation import EventSettings, Invocation
 from dbt_oml.namespaces import CatalogSpec, Namespaces, resolve_namespaces
+from dbt_oml.version import __version__
 
 logger = logging.getLogger(__name__)
 

@@ -12,34 +12,17 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
 
 from dbt.plugins.manager import dbtPlugin
+
+from dbt_oml.dbt.own_runs import in_own_run
 
 #: The environment variable and the dbt var that switch the plugin on.
 ENV_SWITCH = "DBT_OML_PLUGIN"
 VAR_SWITCH = "dbt_oml_plugin"
 _TRUE = frozenset({"1", "true", "yes", "on"})
-
-_lock = threading.Lock()
-_wrapper_runs = 0
-
-
-@contextmanager
-def suppressed() -> Iterator[None]:
-    """dbt runs inside this block (dbt-oml's own) leave the plugin inert: no events twice."""
-    global _wrapper_runs
-    with _lock:
-        _wrapper_runs += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _wrapper_runs -= 1
-
 
 def switched_on(
     environ: Mapping[str, str], dbt_vars: Mapping[str, Any], *, in_profile: bool = False
@@ -106,7 +89,7 @@ class DbtOmlPlugin(dbtPlugin):
 
     def initialize(self) -> None:
         try:
-            if _wrapper_runs:
+            if in_own_run():
                 return
             in_profile = profile_settings()
             if not switched_on(os.environ, _dbt_vars(), in_profile=in_profile is not None):

@@ -6,9 +6,8 @@ from pathlib import Path
 import pytest
 
 from dbt_oml.cli import _OPTIONS, split_args
-from dbt_oml.config import KEYS, env_name, load_settings
+from dbt_oml.config import KEYS, JobNaming, env_name, load_settings
 from dbt_oml.errors import ConfigError
-from dbt_oml.events.invocation import JobNaming
 
 
 def _load(

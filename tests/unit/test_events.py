@@ -10,8 +10,9 @@ from openlineage.client.serde import Serde
 
 from dbt_oml.artifacts import read_artifacts
 from dbt_oml.events.builder import build_events
-from dbt_oml.events.invocation import EventSettings, Invocation, JobNaming
+from dbt_oml.events.invocation import EventSettings, Invocation
 from dbt_oml.namespaces import Namespaces
+from dbt_oml.runs import JobNaming
 
 NS = Namespaces(
     by_catalog={"warehouse": "duckdb://pod", "crm": "mysql://crm:3306", "dw": "postgres://dw:5432"},
@@ -245,7 +246,7 @@ def test_commands_without_nodes_get_only_the_parent_run(mini_target: Path) -> No
 
 
 def test_orchestrator_parent_and_root(mini_target: Path) -> None:
-    from dbt_oml.events.invocation import Orchestrator, RunRef
+    from dbt_oml.runs import Orchestrator, RunRef
 
     parent = RunRef(
         namespace="airflow", name="etl.dbt_task", run_id="01a22a97-0000-7000-8000-000000000001"

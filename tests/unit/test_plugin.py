@@ -11,6 +11,7 @@ from dbt_common.events.event_manager_client import get_event_manager
 
 import dbt_oml
 from dbt_oml import plugin
+from dbt_oml.dbt import own_runs
 
 
 @pytest.mark.parametrize(
@@ -56,7 +57,7 @@ def test_inside_the_wrapper_registers_nothing(
 ) -> None:
     monkeypatch.setenv("DBT_OML_PLUGIN", "1")
     before = len(callbacks)
-    with plugin.suppressed():
+    with own_runs.suppressed():
         plugin.DbtOmlPlugin(project_name="p")
     assert len(callbacks) == before
 
