@@ -3,6 +3,8 @@
 dbt_oml/explorer/).
 
 Reads only the package's template files; the caller writes the page.
+
+Pure: must not import dbt, I/O libraries, the pipeline or the CLI.
 """
 
 from __future__ import annotations

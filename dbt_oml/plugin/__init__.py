@@ -6,6 +6,8 @@ exposes this module's `plugins` lazily, so the import stays cheap. The plugin do
 switched on (`DBT_OML_PLUGIN=1`, the dbt var `dbt_oml_plugin: true`, or a `dbt_oml.duckdb` entry in
 the dbt-duckdb target's `plugins:`; that order of precedence), and never inside dbt-oml's own dbt
 runs. A failure inside it is reported on one line and never breaks or hangs dbt.
+
+The plugin sits beside the CLI, over the pipeline: nothing in dbt_oml may import it.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ dead-letter subject with the reason in `Dbt-Oml-Reason`, then acked. A NATS faul
 server, a leader election in a cluster) ends the connection; as a service the relay reconnects,
 to any of the servers, with backoff. No message can stop the relay. Replicas on the same durable
 share the work: JetStream hands each message to one of them.
+
+Must not import the pipeline, the dbt plugin, the CLI or dbt: it is a face of its own.
 """
 
 from __future__ import annotations

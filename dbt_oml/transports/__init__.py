@@ -3,6 +3,8 @@
 Importing this package registers nothing globally: `build_transport_factory()` returns a *new*
 factory holding the client's built-in transports plus ours. Elsewhere (an Airflow job, a script),
 use the dotted class path, e.g. `type: dbt_oml.transports.openmetadata.OpenMetadataTransport`.
+
+Must not import the pipeline, the CLI, the relay or dbt: the layers above hand settings in.
 """
 
 from __future__ import annotations

@@ -1,0 +1,74 @@
+"""The house rules the README's "Architecture" section states, checked on the source.
+
+import-linter (in `make test`) checks the layers; these check what it cannot: no import circle
+between any two modules, no module over 400 lines, no function over 60.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import grimp
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "dbt_oml"
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+
+
+def _sources() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def _functions(tree: ast.AST) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield node
+
+
+def test_no_module_is_over_400_lines() -> None:
+    long = {
+        str(p.relative_to(PACKAGE.parent)): n
+        for p in _sources()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}
+
+
+def test_no_function_is_over_60_lines() -> None:
+    long = {}
+    for path in _sources():
+        for fn in _functions(ast.parse(path.read_text(encoding="utf-8"))):
+            first = fn.decorator_list[0].lineno if fn.decorator_list else fn.lineno
+            lines = (fn.end_lineno or fn.lineno) - first + 1
+            if lines > MAX_FUNCTION_LINES:
+                long[f"{path.relative_to(PACKAGE.parent)}:{fn.lineno} {fn.name}"] = lines
+    assert long == {}
+
+
+def _cycle_from(graph: grimp.ImportGraph, start: str) -> list[str] | None:
+    """The shortest import chain from `start` back to itself, if there is one."""
+    for imported in sorted(graph.find_modules_directly_imported_by(start)):
+        chain = graph.find_shortest_chain(importer=imported, imported=start)
+        if chain is not None:
+            return [start, *chain]
+    return None
+
+
+def test_no_import_circle() -> None:
+    graph = grimp.build_graph("dbt_oml", exclude_type_checking_imports=False)
+    circles = {
+        " -> ".join(cycle)
+        for module in sorted(graph.modules)
+        if (cycle := _cycle_from(graph, module)) is not None
+    }
+    assert circles == set()
+
+
+@pytest.mark.parametrize("package", sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py")))
+def test_every_package_says_what_it_is_and_what_it_must_not_import(package: str) -> None:
+    doc = ast.get_docstring(ast.parse((PACKAGE / package / "__init__.py").read_text()))
+    assert doc is not None
+    assert "import" in doc, f"dbt_oml/{package}/__init__.py: say what it must not import"
