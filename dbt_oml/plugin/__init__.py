@@ -24,7 +24,6 @@ from dbt_oml.dbt.own_runs import in_own_run
 #: The environment variable and the dbt var that switch the plugin on.
 ENV_SWITCH = "DBT_OML_PLUGIN"
 VAR_SWITCH = "dbt_oml_plugin"
-_TRUE = frozenset({"1", "true", "yes", "on"})
 
 def switched_on(
     environ: Mapping[str, str], dbt_vars: Mapping[str, Any], *, in_profile: bool = False
@@ -40,11 +39,13 @@ def switched_on(
     >>> switched_on({}, {"dbt_oml_plugin": False}, in_profile=True)
     False
     """
+    from dbt_oml.config import truthy  # here: importing the plugin module stays light
+
     if environ.get(ENV_SWITCH, "").strip():
-        return environ[ENV_SWITCH].strip().lower() in _TRUE
+        return truthy(environ[ENV_SWITCH])
     var = dbt_vars.get(VAR_SWITCH)
     if var is not None and str(var).strip():
-        return str(var).strip().lower() in _TRUE
+        return truthy(var)
     return in_profile
 
 

@@ -11,9 +11,8 @@ from typing import Any
 
 import attr
 
+from dbt_oml.config import truthy
 from dbt_oml.errors import ConfigError
-
-_TRUE = {"1", "true", "yes", "on"}
 
 
 def known_values(cls: type, params: Mapping[str, Any], *, source: str) -> dict[str, Any]:
@@ -46,5 +45,5 @@ def coerce(
             values[key] = int(values[key])
     for key in bools:
         if isinstance(values.get(key), str):
-            values[key] = values[key].strip().lower() in _TRUE
+            values[key] = truthy(values[key])
     return values

@@ -7,10 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
-from dbt_oml import cli
 from dbt_oml.cli import ExitCode, main
+from dbt_oml.cli.group import cli
 from dbt_oml.delivery.emitter import to_dict
 from tests.conftest import MINI, PROJECT
 
@@ -23,10 +24,156 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == ExitCode.USAGE
 
 
-def test_every_option_is_documented_in_help() -> None:
-    for option in cli._OPTIONS:
-        for flag in option.opts:
-            assert flag in cli.HELP, flag
+OWN_COMMANDS = ["emit", "send-events", "replay", "flush", "relay", "lineage", "impact"]
+
+
+def _commands() -> dict[str, click.Command]:
+    ctx = click.Context(cli, info_name="dbt-oml")
+    named = {name: cli.get_command(ctx, name) for name in OWN_COMMANDS}
+    return {"dbt-oml": cli, "build": cli.get_command(ctx, "build"), **named}
+
+
+def test_every_option_has_help_text_and_one_name() -> None:
+    for name, command in _commands().items():
+        names = [p.name for p in command.params]
+        assert len(names) == len(set(names)), name
+        for param in command.params:
+            if isinstance(param, click.Option):
+                assert param.help, f"{name} {param.opts}"
+
+
+@pytest.mark.parametrize("command", OWN_COMMANDS)
+def test_each_command_has_its_own_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([command, "--help"]) == ExitCode.SUCCESS
+    out = capsys.readouterr().out
+    assert out.startswith(f"Usage: dbt-oml {command} [OPTIONS]")
+    own = _commands()[command]
+    for param in own.params:
+        if isinstance(param, click.Option):
+            for flag in param.opts:
+                assert flag in out, flag
+    assert "Exit codes:" in out
+
+
+def test_group_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["-h"]) == ExitCode.SUCCESS
+    out = capsys.readouterr().out
+    for command in ("emit", "replay", "flush", "relay", "lineage", "impact", "build, run"):
+        assert command in out
+    assert main(["help"]) == ExitCode.SUCCESS
+    assert capsys.readouterr().out == out
+
+
+def _capture_build(monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, list[str]]]:
+    """Replace the live pipeline (not dbt) by one that records what it was given."""
+    from dbt_oml.pipeline import live as pipeline
+
+    calls: list[tuple[object, list[str]]] = []
+
+    def build(settings, args, *, cwd, report, **_):
+        calls.append((settings, list(args)))
+        report.dbt_return_code = 0
+        return report
+
+    monkeypatch.setattr(pipeline, "build", build)
+    return calls
+
+
+def test_dbt_arguments_pass_through_untouched(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _capture_build(monkeypatch)
+    line = ["build", "--dry-run", "-s", "tag:daily", "--vars", "{a: 1}", "--namespaces"]
+    line += ["crm=mysql://c:1", "--target", "prod", "--full-refresh", "--threads=4"]
+    assert main(line) == ExitCode.SUCCESS
+    settings, args = calls[0]
+    assert args == [
+        "build",
+        "-s",
+        "tag:daily",
+        "--vars",
+        "{a: 1}",
+        "--target",
+        "prod",
+        "--full-refresh",
+        "--threads=4",
+        "--no-send-anonymous-usage-stats",
+    ]
+    assert settings.dry_run is True
+    assert settings.namespaces == {"crm": "mysql://c:1"}
+
+
+def test_options_before_the_command_and_dbts_own_usage_flag(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _capture_build(monkeypatch)
+    assert main(["--job-namespace", "prod", "run", "--send-anonymous-usage-stats"]) == 0
+    settings, args = calls[0]
+    assert args == ["run", "--send-anonymous-usage-stats"]
+    assert settings.job_namespace == "prod"
+    assert main(["--dbt-usage-stats", "seed"]) == 0
+    assert calls[1][1] == ["seed"]
+
+
+def test_dbt_ol_flags_still_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _capture_build(monkeypatch)
+    line = ["build", "--openlineage-dbt-job-name", "nightly", "--consume-structured-logs"]
+    line += ["--namespace", "crm=mysql://c:1", "-s", "x"]
+    assert main(line) == ExitCode.SUCCESS
+    settings, args = calls[0]
+    assert settings.parent_job_name == "nightly"
+    assert settings.namespaces == {"crm": "mysql://c:1"}
+    assert args == ["build", "-s", "x", "--no-send-anonymous-usage-stats"]
+    assert main(["build", "--parent-job-name", "mine"]) == 0
+    assert calls[1][0].parent_job_name == "mine"
+
+
+def test_send_events_is_emit(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["send-events", "--help"]) == ExitCode.SUCCESS
+    out = capsys.readouterr().out
+    assert "--project-dir" in out
+    assert "existing artifacts" in out
+
+
+def test_an_unknown_command_goes_to_dbt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    # dbt itself answers: a dbt usage error is dbt's exit 2, not dbt-oml's 3
+    assert main(["frobnicate", "--no-such-dbt-flag"]) == ExitCode.DBT_ERROR
+    assert "No such command 'frobnicate'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("setup", "line", "key"),
+    [
+        ({"file": "relay: {batch: -1}\n"}, ["relay", "--once"], "relay.batch"),
+        ({"file": "relay: {batch: 2.5}\n"}, ["relay"], "relay.batch"),
+        ({"file": "relay: {ack_wait: .nan}\n"}, ["relay"], "relay.ack_wait"),
+        ({"file": "relay: {fetch_timeout: true}\n"}, ["relay"], "relay.fetch_timeout"),
+        ({"file": "relay: {durable: 'a b'}\n"}, ["relay"], "relay.durable"),
+        ({"env": {"DBT_OML_RELAY_ACK_WAIT": "soon"}}, ["relay"], "relay.ack_wait"),
+        ({}, ["relay", "--batch", "0"], "relay.batch"),
+        ({}, ["relay", "--dead-letter-subject", "a.*"], "relay.dead_letter_subject"),
+    ],
+    ids=["negative", "fraction", "nan", "bool", "durable", "env", "flag", "subject"],
+)
+def test_a_bad_relay_setting_is_exit_3_before_anything_connects(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    setup: dict,
+    line: list[str],
+    key: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    if "file" in setup:
+        (tmp_path / "dbt-oml.yml").write_text(setup["file"])
+    for var, value in setup.get("env", {}).items():
+        monkeypatch.setenv(var, value)
+    assert main(line) == ExitCode.USAGE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("dbt-oml relay: ")
+    assert f"'{key}'" in err[0]
 
 
 def test_bad_config_is_one_line_and_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
@@ -124,8 +271,16 @@ def test_replay_needs_files(capsys: pytest.CaptureFixture[str]) -> None:
     assert "needs outbox FILE" in capsys.readouterr().err
 
 
-def test_mini_fixture_is_present() -> None:
-    assert (MINI / "manifest.json").exists()
+def test_lineage_of_the_mini_fixture(
+    tmp_path: Path, mini_target: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = ["lineage", "--project-dir", str(PROJECT), "--profiles-dir", str(PROJECT)]
+    line += ["--target-path", str(mini_target), "--json"]
+    assert main(line) == ExitCode.SUCCESS, capsys.readouterr().err
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["graph"]["nodes"], doc.keys()
+    assert main([*line[:-1], "no_such_model"]) == ExitCode.USAGE
+    assert "no_such_model" in capsys.readouterr().err
 
 
 class _BoomError(RuntimeError):

@@ -3,10 +3,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import click
 import pytest
 
-from dbt_oml.cli import _OPTIONS, split_args
-from dbt_oml.config import KEYS, JobNaming, env_name, load_settings
+from dbt_oml.cli.group import cli
+from dbt_oml.config import (
+    KEYS,
+    RELAY_SCALARS,
+    TRUTHY,
+    JobNaming,
+    env_name,
+    flag_name,
+    load_settings,
+    relay_env_name,
+    truthy,
+)
 from dbt_oml.errors import ConfigError
 
 
@@ -117,39 +128,76 @@ def test_transport_must_have_a_type(tmp_path: Path) -> None:
     assert err.value.key == "transport"
 
 
-def test_every_setting_has_env_and_flag() -> None:
-    flags = {name for opt in _OPTIONS for name in [opt.name]}
+def _options(command: click.Command) -> dict[str, click.Option]:
+    return {p.name: p for p in command.params if isinstance(p, click.Option) and p.name}
+
+
+def test_every_setting_has_one_name_for_flag_env_and_file() -> None:
+    options = _options(cli)
     for key in KEYS:
         if key in {"transport", "relay"}:
             continue  # structured: config file only
-        assert key in flags, f"no CLI flag for {key}"
+        assert key in options, f"no CLI flag for {key}"
+        assert options[key].opts[0] == flag_name(key), options[key].opts
         assert env_name(key) == "DBT_OML_" + key.upper()
 
 
-def test_split_args_keeps_dbt_arguments_untouched() -> None:
-    flags, rest = split_args(
+def test_every_scalar_relay_setting_has_a_flag_and_a_variable() -> None:
+    relay = _options(cli.get_command(click.Context(cli), "relay"))
+    for key in RELAY_SCALARS:
+        assert relay[key].opts == [flag_name(key)]
+        assert relay_env_name(key) == "DBT_OML_RELAY_" + key.upper()
+
+
+def test_dbt_ols_names_are_aliases() -> None:
+    options = _options(cli)
+    assert "--openlineage-dbt-job-name" in options["parent_job_name"].opts
+    assert "--namespace" in options["namespaces"].opts
+
+
+def test_truthy_is_the_one_set_of_true_words(tmp_path: Path) -> None:
+    for word in TRUTHY:
+        assert truthy(word.upper())
+        assert _load(tmp_path, env={"DBT_OML_DRY_RUN": word}).dry_run is True
+    assert not truthy("off")
+
+
+class TestRelaySection:
+    def test_file_env_and_flags_merge_key_by_key(self, tmp_path: Path) -> None:
+        (tmp_path / "dbt-oml.yml").write_text("relay: {batch: 10, durable: d1, ack_wait: 5}\n")
+        env = {"DBT_OML_RELAY_DURABLE": "d2", "DBT_OML_RELAY_FETCH_TIMEOUT": "0.5"}
+        s = _load(tmp_path, env=env, cli={"relay": {"batch": "20", "ack_wait": None}})
+        assert s.relay == {"batch": 20, "durable": "d2", "ack_wait": 5.0, "fetch_timeout": 0.5}
+
+    @pytest.mark.parametrize(
+        ("relay", "key", "source"),
         [
-            "build",
-            "--dry-run",
-            "-s",
-            "tag:daily",
-            "--vars",
-            "{a: 1}",
-            "--namespace",
-            "crm=mysql://c:1",
-            "--consume-structured-logs",
-            "--target",
-            "prod",
-            "--openlineage-dbt-job-name",
-            "nightly",
-        ]
+            ("{batch: -1}", "relay.batch", "file"),
+            ("{batch: true}", "relay.batch", "file"),
+            ("{batch: 1.5}", "relay.batch", "file"),
+            ("{batch: 100001}", "relay.batch", "file"),
+            ("{ack_wait: .inf}", "relay.ack_wait", "file"),
+            ("{fetch_timeout: x}", "relay.fetch_timeout", "file"),
+            ("{durable: a.b}", "relay.durable", "file"),
+            ("{dead_letter_subject: 'a..b'}", "relay.dead_letter_subject", "file"),
+            ("{dead_letter_subject: [a]}", "relay.dead_letter_subject", "file"),
+        ],
     )
-    assert rest == ["build", "-s", "tag:daily", "--vars", "{a: 1}", "--target", "prod"]
-    assert flags == {
-        "dry_run": True,
-        "namespaces": ("crm=mysql://c:1",),
-        "parent_job_name": "nightly",
-    }
+    def test_bad_values_are_config_errors_when_read(
+        self, tmp_path: Path, relay: str, key: str, source: str
+    ) -> None:
+        (tmp_path / "dbt-oml.yml").write_text(f"relay: {relay}\n")
+        with pytest.raises(ConfigError) as err:
+            _load(tmp_path)
+        assert (err.value.key, err.value.source) == (key, str(tmp_path / "dbt-oml.yml"))
+
+    def test_bad_variable_and_flag_name_their_source(self, tmp_path: Path) -> None:
+        with pytest.raises(ConfigError) as err:
+            _load(tmp_path, env={"DBT_OML_RELAY_BATCH": "many"})
+        assert (err.value.key, err.value.source) == ("relay.batch", "DBT_OML_RELAY_BATCH")
+        with pytest.raises(ConfigError) as err:
+            _load(tmp_path, cli={"relay": {"ack_wait": "-3"}})
+        assert (err.value.key, err.value.source) == ("relay.ack_wait", "--ack-wait")
 
 
 def test_the_seed_scripts_om_variables_select_the_openmetadata_transport(tmp_path: Path) -> None:

@@ -1,0 +1,48 @@
+"""The `dbt-oml` command: run dbt with OpenLineage events, or send events from artifacts.
+
+A click group (group.py): dbt-oml's own commands, one module per family (emit.py: emit, replay,
+flush; relay.py; lineage.py; impact.py), and dbt for every other name (dbt_commands.py). The only
+package that prints, configures logging, reads the process environment (through
+config.load_settings) and decides exit codes; `main` is the single catch-all. Nothing in dbt_oml
+may import it (it is the top layer).
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Sequence
+
+import click
+
+from dbt_oml.cli.codes import ExitCode
+from dbt_oml.cli.options import Invocation
+from dbt_oml.pipeline.console import say
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `dbt-oml`; returns the exit code (see `dbt-oml --help`)."""
+    from dbt_oml.cli.group import cli
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        click.echo(cli.get_help(click.Context(cli, info_name="dbt-oml", **cli.context_settings)))
+        return ExitCode.USAGE
+    state = Invocation()
+    try:
+        code = cli.main(args, prog_name="dbt-oml", standalone_mode=False, obj=state)
+    except click.ClickException as e:
+        ctx = e.ctx if isinstance(e, click.UsageError) else None
+        where = ctx.command_path if ctx is not None else "dbt-oml"
+        say(f"{where}: {e.format_message()} (see {where} --help)")
+        return ExitCode.USAGE
+    except click.Abort:
+        return ExitCode.USAGE
+    except Exception:  # noqa: BLE001 - the single catch-all: a dbt-oml bug must not hide dbt's result
+        say(traceback.format_exc().rstrip())
+        say("dbt-oml: internal error (a bug; please report it)")
+        return state.code_after_bug()
+    return int(code) if code is not None else ExitCode.SUCCESS
+
+
+__all__ = ["ExitCode", "main"]

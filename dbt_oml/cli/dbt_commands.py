@@ -1,0 +1,123 @@
+"""Pass-through to dbt: `dbt-oml build|run|test|seed|snapshot|... [dbt args]` and any command
+dbt-oml does not know run dbt with exactly those arguments, with events.
+
+dbt-oml's own options may stand anywhere on the line; everything else goes to dbt unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import click
+
+from dbt_oml.cli.codes import ExitCode
+from dbt_oml.cli.options import Invocation, load, settings_options
+from dbt_oml.errors import ConfigError
+from dbt_oml.pipeline.console import print_summary, progress_bar, say
+
+logger = logging.getLogger("dbt_oml")
+
+#: dbt commands listed in `dbt-oml --help` (any other name goes to dbt as well).
+DBT_COMMANDS: Final = (
+    "build",
+    "run",
+    "test",
+    "seed",
+    "snapshot",
+    "retry",
+    "compile",
+    "docs",
+    "source",
+    "run-operation",
+    "show",
+    "ls",
+    "parse",
+    "debug",
+    "deps",
+    "clean",
+    "init",
+    "clone",
+)
+#: dbt's own switch for its usage statistics (given by the user, it wins over dbt-oml's).
+_USAGE_FLAGS: Final = ("--send-anonymous-usage-stats", "--no-send-anonymous-usage-stats")
+_PASS_THROUGH: Final[dict[str, Any]] = {
+    "ignore_unknown_options": True,
+    "allow_extra_args": True,
+    "allow_interspersed_args": True,
+}
+
+
+def dbt_command(name: str) -> click.Command:
+    """A command that runs `dbt <name> ...` with events (its --help is dbt's)."""
+    return click.Command(
+        name,
+        callback=_run,
+        params=[
+            *settings_options(),
+            click.Argument(["dbt_args"], nargs=-1, type=click.UNPROCESSED),
+        ],
+        context_settings=_PASS_THROUGH,
+        add_help_option=False,
+        help=f"Run `dbt {name}` with OpenLineage events (dbt's --help: dbt-oml {name} --help).",
+    )
+
+
+def dbt_args_of(name: str, args: Sequence[str], *, usage_stats: bool) -> list[str]:
+    """dbt's command line: the user's, plus dbt's no-usage-stats flag unless they chose.
+
+    >>> dbt_args_of("build", ["-s", "x"], usage_stats=False)
+    ['build', '-s', 'x', '--no-send-anonymous-usage-stats']
+    >>> dbt_args_of("build", ["--send-anonymous-usage-stats"], usage_stats=False)
+    ['build', '--send-anonymous-usage-stats']
+    """
+    out = [name, *args]
+    if not usage_stats and not any(a in _USAGE_FLAGS for a in out):
+        out.append("--no-send-anonymous-usage-stats")
+    return out
+
+
+def _run(dbt_args: tuple[str, ...], **_: object) -> int:
+    ctx = click.get_current_context()
+    state = ctx.find_object(Invocation) or Invocation()
+    try:
+        settings = load(ctx)
+    except ConfigError as e:
+        say(f"dbt-oml: {e}")
+        return ExitCode.USAGE
+    from dbt_oml.pipeline import live as pipeline
+    from dbt_oml.pipeline.run_state import Report
+
+    report = state.report = Report()
+    state.fail_on_emit_error = settings.fail_on_emit_error
+    args = dbt_args_of(ctx.info_name or "", dbt_args, usage_stats=settings.dbt_usage_stats)
+    try:
+        stream = sys.stderr if settings.dry_run else sys.stdout
+        with contextlib.redirect_stdout(stream):
+            report = pipeline.build(
+                settings, args, cwd=Path.cwd(), report=report, progress=progress_bar()
+            )
+            state.report = report
+    except ConfigError as e:
+        say(f"dbt-oml: {e}")
+        return report.dbt_return_code if report.dbt_return_code is not None else ExitCode.USAGE
+    return _outcome(report, settings)
+
+
+def _outcome(report: Any, settings: Any) -> int:
+    if report.dbt_return_code is not None and (report.events_built or settings.dry_run):
+        print_summary(report, dry_run=settings.dry_run, settings=settings)
+    elif report.dbt_return_code == ExitCode.DBT_ERROR and report.dbt_error:
+        say(f"dbt: {report.dbt_error}")  # in-process dbt does not print these
+    for problem in report.problems:
+        logger.warning("%s", problem)
+    rc = report.dbt_return_code if report.dbt_return_code is not None else ExitCode.DBT_ERROR
+    if rc == 0 and report.refused and not settings.dry_run:
+        return ExitCode.DELIVERY_FAILED
+    if rc == 0 and settings.fail_on_emit_error and report.delivery.failed:
+        return ExitCode.DELIVERY_FAILED
+    return int(rc)

@@ -1,0 +1,123 @@
+"""`dbt-oml emit` (alias send-events), `replay` and `flush`: send events without running dbt.
+
+\b
+Exit codes:
+  0  every event was delivered (or --dry-run)
+  3  usage or configuration error, missing or corrupt artifacts
+  4  events were not delivered (they stay in the outbox), or the column-lineage guard refused
+  5  a dbt-oml bug (traceback printed)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from dbt_oml.cli.codes import ExitCode
+from dbt_oml.cli.options import (
+    PROJECT_KEYS,
+    guarded,
+    load,
+    project_options,
+    project_params,
+    settings_options,
+)
+from dbt_oml.errors import ConfigError
+from dbt_oml.pipeline.console import print_summary, say
+
+if TYPE_CHECKING:
+    from dbt_oml.config import Settings
+    from dbt_oml.pipeline.run_state import Report
+
+logger = logging.getLogger("dbt_oml")
+_CODES = (__doc__ or "").split("\n\n", 1)[1]
+
+
+def _project(opts: dict[str, Any]) -> dict[str, Any]:
+    return {k: opts.get(k) for k in PROJECT_KEYS}
+
+
+def _target_path(opts: dict[str, Any]) -> Path:
+    """dbt's target directory from the project options (flush and replay need no profile)."""
+    from dbt_oml.dbt.runner import target_path_of
+
+    return target_path_of(project_options(_project(opts), Path.cwd()))
+
+
+def _finish(report: Report, settings: Settings) -> int:
+    print_summary(report, dry_run=settings.dry_run, settings=settings)
+    for problem in report.problems:
+        logger.warning("%s", problem)
+    failed = report.delivery.failed or (report.refused and not settings.dry_run)
+    return ExitCode.DELIVERY_FAILED if failed else ExitCode.SUCCESS
+
+
+def _command(name: str, text: str, *extra: click.Parameter) -> Callable[[Any], click.Command]:
+    return click.command(
+        name,
+        short_help=text.split(",")[0].split("(")[0].strip().rstrip("."),
+        params=[*settings_options(), *project_params(), *extra],
+        help=f"{text}\n\n{_CODES}",
+        context_settings={"max_content_width": 100},
+    )
+
+
+@_command(
+    "emit",
+    "Build and send the events of existing artifacts, without running dbt (dbt-ol's "
+    "send-events works too). The same artifacts always give the same run ids.",
+)
+@click.pass_context
+@guarded
+def emit(ctx: click.Context, **opts: Any) -> int:
+    from dbt_oml.pipeline import offline
+
+    settings = load(ctx)
+    cwd = Path.cwd()
+    # dbt's own log lines (adapter imports) must not mix into --dry-run's JSON
+    with contextlib.redirect_stdout(sys.stderr if settings.dry_run else sys.stdout):
+        report = offline.emit(settings, project_options(_project(opts), cwd), cwd=cwd)
+    return _finish(report, settings)
+
+
+@_command(
+    "replay",
+    "Send the events kept in outbox FILES (*.rejected.jsonl too); what is still not "
+    "delivered is kept again.",
+    click.Argument(["files"], nargs=-1, type=click.Path(dir_okay=False)),
+)
+@click.pass_context
+@guarded
+def replay(ctx: click.Context, files: tuple[str, ...], **opts: Any) -> int:
+    from dbt_oml.pipeline import offline
+
+    if not files:
+        raise ConfigError(key="replay", source="command line", reason="needs outbox FILE(s)")
+    settings = load(ctx)
+    paths = [Path.cwd() / p for p in files]
+    return _finish(offline.replay(settings, paths, target_path=_target_path(opts)), settings)
+
+
+@_command(
+    "flush",
+    "Send everything in the project's outbox directory (<target>/dbt_oml/outbox, or "
+    "--outbox-dir), from any working directory; never *.rejected.jsonl (replay those by name).",
+)
+@click.pass_context
+@guarded
+def flush(ctx: click.Context, **opts: Any) -> int:
+    from dbt_oml.pipeline import offline
+
+    settings = load(ctx)
+    target = _target_path(opts)
+    outbox, files = offline.outbox_files(settings, target)
+    if not files:
+        say(f"dbt-oml flush: nothing to send in {outbox}")
+        return ExitCode.SUCCESS
+    return _finish(offline.replay(settings, files, target_path=target), settings)

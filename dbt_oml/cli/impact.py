@@ -1,0 +1,98 @@
+"""`dbt-oml impact`: what downstream reads the given (or the changed) columns."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from dbt_oml.cli.codes import ExitCode
+from dbt_oml.cli.lineage import PROJECT_HELP
+from dbt_oml.cli.options import (
+    PROJECT_KEYS,
+    base_options,
+    guarded,
+    load,
+    project_options,
+    project_params,
+)
+from dbt_oml.pipeline.console import say
+
+IMPACT_HELP = f"""What reads the given columns, downstream: every column (direct or indirect), every
+model whose rows they shape (joins, filters), every dbt test and exposure, each with the path.
+
+COLUMNS are MODEL.COLUMN (a model, snapshot, seed or source, as for `dbt-oml lineage`). With
+--state DIR (the target directory of a production build, as dbt's --state), the models whose
+compiled SQL changed are compared with it: removed, renamed and changed columns are the ones
+analysed. Works from artifacts alone: `dbt compile` is enough for the current build.
+
+{PROJECT_HELP}
+
+\b
+Exit codes:
+  0  done
+  1  --fail-on removed: a removed (or renamed) column is still read downstream;
+     --fail-on changed: any changed column is read downstream
+  3  unknown model or column, missing artifacts
+  5  a dbt-oml bug
+"""
+
+
+@click.command(
+    "impact",
+    params=[*base_options(), *project_params()],
+    short_help="What downstream reads the given (or changed) columns.",
+    help=IMPACT_HELP,
+    context_settings={"max_content_width": 100},
+)
+@click.option(
+    "--state",
+    type=click.Path(file_okay=False),
+    help="Target directory of the production build to compare with.",
+)
+@click.option("--json", "as_json_", is_flag=True, help="Same as --format json.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "md"]),
+    default="text",
+    help="text (default), json, or md (GitHub-flavoured Markdown for a CI comment).",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(["removed", "changed"]),
+    help="Exit 1 when a removed (or any changed) column is still read downstream.",
+)
+@click.argument("columns", nargs=-1)
+@click.pass_context
+@guarded
+def impact(ctx: click.Context, **opts: Any) -> int:
+    from dbt_oml.impact import report as impact_report
+    from dbt_oml.lineage.view import LineageQueryError
+    from dbt_oml.pipeline.impact import impact as impact_of
+
+    load(ctx)
+    columns, state, fail_on = opts["columns"], opts["state"], opts["fail_on"]
+    fmt = "json" if opts["as_json_"] else opts["fmt"]
+    if not columns and not state:
+        raise click.UsageError("needs MODEL.COLUMN ... or --state DIR")
+    project = project_options({k: opts[k] for k in PROJECT_KEYS}, Path.cwd())
+    try:
+        report, graph = impact_of(project, state=Path(state) if state else None, columns=columns)
+    except LineageQueryError as e:
+        say(f"dbt-oml impact: {e}")
+        return ExitCode.USAGE
+    if fmt == "json":
+        click.echo(json.dumps(impact_report.as_json(report, graph), indent=1))
+    elif fmt == "md":
+        click.echo(impact_report.as_markdown(report, graph), nl=False)
+    else:
+        click.echo("\n".join(impact_report.as_text(report, graph)))
+    failing = report.failing(fail_on)
+    if failing:
+        names = ", ".join(f"{i.change.node}.{i.change.column}" for i in failing)
+        say(f"dbt-oml impact: --fail-on {fail_on}: still read downstream: {names}")
+        return ExitCode.DBT_FAILURE
+    return ExitCode.SUCCESS

@@ -1,0 +1,148 @@
+"""Where `dbt-oml relay` reads (a JetStream stream) and writes (OpenMetadata), and from which
+configuration each end came, so error messages name the real place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from dbt_oml.config.loader import read_file
+from dbt_oml.config.settings import Settings
+from dbt_oml.errors import ConfigError
+
+#: Class names of our kinds, for `type: dbt_oml.transports.<kind>.<Class>`.
+_KIND_CLASSES: Final = {
+    "jetstream": "JetStreamTransport",
+    "openmetadata": "OpenMetadataTransport",
+}
+_OL_ENV_SOURCE: Final = "OPENLINEAGE__TRANSPORT__* variables"
+
+
+@dataclass(frozen=True, slots=True)
+class Sourced:
+    """A transport configuration and where it was read (error messages name the real place)."""
+
+    config: Mapping[str, Any]
+    """The transport's settings (`type` included)."""
+    source: str
+    """Where they came from: a file and key, or the environment variables."""
+
+
+@dataclass(frozen=True, slots=True)
+class RelayEnds:
+    """What `dbt-oml relay` reads (a JetStream stream) and where it writes (OpenMetadata)."""
+
+    jetstream: Sourced
+    openmetadata: Sourced
+
+
+def find_transport(config: Mapping[str, Any] | None, kind: str) -> Mapping[str, Any] | None:
+    """`config` when it is a transport of this kind, or the one of this kind in a composite.
+
+    >>> find_transport({"type": "composite", "transports": {"a": {"type": "jetstream"}}},
+    ...                "jetstream")
+    {'type': 'jetstream'}
+    """
+    if not isinstance(config, Mapping):
+        return None
+    kind_type = str(config.get("type") or "")
+    if kind_type == kind or kind_type.endswith(f".{kind}.{_KIND_CLASSES.get(kind, '')}"):
+        return config
+    if kind_type == "composite":
+        members = config.get("transports") or {}
+        for member in members.values() if isinstance(members, Mapping) else members:
+            found = find_transport(member, kind)
+            if found is not None:
+                return found
+    return None
+
+
+def openlineage_transport() -> Sourced | None:
+    """The transport openlineage-python configures for itself, and where it found it.
+
+    Found as `OpenLineageClient` finds it (its own lookup, reused): the file named by
+    OPENLINEAGE_CONFIG, else ./openlineage.yml, else ~/.openlineage/openlineage.yml, merged over
+    the OPENLINEAGE__* variables (the file wins). Reads the process environment, as the client does.
+
+    Raises:
+        ConfigError: the file is not valid YAML.
+    """
+    from openlineage.client.client import OpenLineageClient
+    from openlineage.client.utils import deep_merge_dicts
+
+    path = OpenLineageClient._find_yaml_config_path()
+    from_file = read_file(Path(path)) if path else {}
+    from_env = OpenLineageClient._load_config_from_env_variables() or {}
+    transport = deep_merge_dicts(from_env, from_file).get("transport")
+    if not isinstance(transport, Mapping) or not transport.get("type"):
+        return None
+    sources = [f"{path} transport:"] if isinstance(from_file.get("transport"), Mapping) else []
+    if isinstance(from_env.get("transport"), Mapping):
+        sources.append(_OL_ENV_SOURCE)
+    return Sourced(config=dict(transport), source=" + ".join(sources))
+
+
+def _producer_transport(settings: Settings) -> Sourced | None:
+    """The transport `dbt-oml build` sends with (dbt-oml's config wins over openlineage's)."""
+    if settings.transport is not None:
+        where = f"{settings.config_file} transport:" if settings.config_file else "OM_* variables"
+        return Sourced(config=settings.transport, source=where)
+    return openlineage_transport() if settings.openlineage_configured else None
+
+
+def _relay_source(settings: Settings) -> str:
+    return f"{settings.config_file} relay:" if settings.config_file else "no dbt-oml.yml"
+
+
+def relay_ends(settings: Settings) -> RelayEnds:
+    """Where the relay reads: `relay.jetstream`, else the producer's own jetstream transport
+    (dbt-oml.yml `transport:`, openlineage.yml, OPENLINEAGE__TRANSPORT__*), so the NATS settings
+    are written once. Where it writes: `relay.openmetadata`, else OM_HOST and friends, else an
+    openmetadata transport.
+
+    Raises:
+        ConfigError: either end is missing; names the places that were looked at.
+    """
+    relay = settings.relay
+    producer = _producer_transport(settings)
+    jetstream = find_transport(producer.config if producer else None, "jetstream")
+    if "jetstream" in relay:
+        source = Sourced(config=relay["jetstream"], source=f"{_relay_source(settings)} jetstream")
+    elif producer is not None and jetstream is not None:
+        source = Sourced(config=jetstream, source=producer.source)
+    else:
+        found = (
+            f"the producer's transport is {producer.config.get('type')!r} ({producer.source})"
+            if producer
+            else "no transport is configured (dbt-oml.yml, openlineage.yml, OPENLINEAGE__*)"
+        )
+        raise ConfigError(
+            key="relay.jetstream",
+            source=_relay_source(settings),
+            reason=f"nothing to read from: {found}",
+            hint="set a jetstream transport where dbt-oml build reads it "
+            "(OPENLINEAGE__TRANSPORT__TYPE=jetstream, openlineage.yml or dbt-oml.yml), "
+            "or relay.jetstream in dbt-oml.yml",
+        )
+    return RelayEnds(jetstream=source, openmetadata=_relay_target(settings, producer))
+
+
+def _relay_target(settings: Settings, producer: Sourced | None) -> Sourced:
+    if "openmetadata" in settings.relay:
+        where = f"{_relay_source(settings)} openmetadata"
+        return Sourced(config=settings.relay["openmetadata"], source=where)
+    if settings.om_transport is not None:
+        return Sourced(config=settings.om_transport, source="OM_* variables")
+    om = find_transport(producer.config if producer else None, "openmetadata")
+    if producer is not None and om is not None:
+        return Sourced(config=om, source=producer.source)
+    raise ConfigError(
+        key="relay.openmetadata",
+        source=_relay_source(settings),
+        reason="nowhere to write: no OpenMetadata is configured",
+        hint="set OM_HOST (and OM_JWT_TOKEN or OM_JWT_TOKEN_FILE), or relay.openmetadata "
+        "in dbt-oml.yml",
+    )

@@ -1,0 +1,175 @@
+"""`load_settings`: the one function that reads dbt-oml's settings, and the table of keys.
+
+Precedence, lowest first: defaults < config file (dbt-oml.yml) < the `dbt_oml.duckdb` plugin's
+config in profiles.yml < DBT_OML_* environment variables (and the OpenLineage variables dbt-ol
+honours, below them) < command-line flags the user actually gave. `relay:` merges key by key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dbt_oml.config.environment import (
+    COMPAT_ENV,
+    om_transport,
+    openlineage_configured,
+    orchestrator,
+    secret_values,
+)
+from dbt_oml.config.relay_section import parse_relay, relay_from_environ, relay_from_flags
+from dbt_oml.config.settings import DEFAULT_CONFIG_FILE, Settings
+from dbt_oml.config.values import (
+    Parser,
+    env_name,
+    flag_name,
+    parse_bool,
+    parse_level,
+    parse_mapping,
+    parse_naming,
+    parse_path,
+    parse_str,
+    parse_transport,
+)
+from dbt_oml.errors import ConfigError
+
+#: Every setting: its parser. Env name = DBT_OML_<KEY>, flag = --<key-with-dashes>.
+KEYS: Mapping[str, Parser] = {
+    "namespaces": parse_mapping,
+    "duckdb_namespace": parse_str,
+    "docs_generate": parse_bool,
+    "fail_on_emit_error": parse_bool,
+    "job_naming": parse_naming,
+    "job_namespace": parse_str,
+    "parent_job_name": parse_str,
+    "dry_run": parse_bool,
+    "column_lineage": parse_bool,
+    "allow_empty_column_lineage": parse_bool,
+    "explorer": parse_bool,
+    "outbox_dir": parse_path,
+    "events_file": parse_path,
+    "dbt_usage_stats": parse_bool,
+    "transport": parse_transport,
+    "relay": parse_relay,
+    "oml_log_level": parse_level,
+}
+#: Settings that cannot come from one environment variable (structured values); relay's scalar
+#: keys have DBT_OML_RELAY_<KEY> variables of their own.
+FILE_ONLY = frozenset({"transport", "relay"})
+_PROFILE_SOURCE = "profiles.yml (plugins: dbt_oml.duckdb config)"
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """A YAML mapping from `path`; ConfigError when missing, unreadable or not a mapping."""
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(key="config", source=str(path), reason="file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(key="config", source=str(path), reason=f"cannot be read ({e})") from e
+    except yaml.YAMLError as e:
+        where = getattr(e, "problem_mark", None)
+        line = f" at line {where.line + 1}" if where is not None else ""
+        raise ConfigError(key="config", source=str(path), reason=f"is not valid YAML{line}") from e
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise ConfigError(key="config", source=str(path), reason="must be a mapping of settings")
+    return doc
+
+
+def _config_path(cli: Mapping[str, object], environ: Mapping[str, str], cwd: Path) -> Path | None:
+    named = cli.get("config") or environ.get("DBT_OML_CONFIG")
+    if named:
+        return Path(str(named)).expanduser()
+    if (cwd / DEFAULT_CONFIG_FILE).is_file():
+        return cwd / DEFAULT_CONFIG_FILE
+    return None
+
+
+def _set(values: dict[str, Any], key: str, value: Any) -> None:
+    """Set a parsed value; `relay` merges over what lower levels gave."""
+    values[key] = {**values.get("relay", {}), **value} if key == "relay" else value
+
+
+def _read_doc(values: dict[str, Any], doc: Mapping[Any, Any], source: str) -> None:
+    for key, value in doc.items():
+        if key not in KEYS:
+            raise ConfigError(
+                key=str(key),
+                source=source,
+                reason="unknown setting",
+                hint="valid settings: " + ", ".join(sorted(KEYS)),
+            )
+        _set(values, key, KEYS[key](value, key, source))
+
+
+def _read_environ(values: dict[str, Any], environ: Mapping[str, str]) -> None:
+    for var, key in COMPAT_ENV.items():
+        if environ.get(var):
+            values[key] = KEYS[key](environ[var], key, var)
+    for key, parse in KEYS.items():
+        var = env_name(key)
+        if key not in FILE_ONLY and environ.get(var) not in (None, ""):
+            values[key] = parse(environ[var], key, var)
+    relay = relay_from_environ(environ)
+    if relay:
+        _set(values, "relay", relay)
+
+
+def _read_flags(values: dict[str, Any], cli: Mapping[str, object]) -> None:
+    for key, value in cli.items():
+        if key == "config" or value is None:
+            continue
+        if key == "relay":
+            _set(values, key, relay_from_flags(value))
+        elif key in KEYS:
+            values[key] = KEYS[key](value, key, flag_name(key))
+        else:
+            raise ConfigError(key=key, source="command line", reason="unknown setting")
+
+
+def load_settings(
+    *,
+    cli: Mapping[str, object],
+    environ: Mapping[str, str],
+    cwd: Path,
+    home: Path | None = None,
+    profile: Mapping[str, object] | None = None,
+) -> Settings:
+    """Build Settings from flags, environment and config file, in that order of precedence.
+
+    Args:
+        cli: the dbt-oml flags the user actually gave (key -> value), plus optionally "config";
+            "relay" is a mapping of `relay:` keys given as flags.
+        environ: the process environment (tests pass a dict).
+        cwd: the working directory (where dbt-oml.yml and openlineage.yml are looked for).
+        home: the user's home directory (for ~/.openlineage/openlineage.yml).
+        profile: settings from the `config:` of a `dbt_oml.duckdb` entry in the target's
+            `plugins:` (profiles.yml); read like a config file, over dbt-oml.yml.
+
+    Raises:
+        ConfigError: an unknown key, or a value that does not parse; names the key and source.
+    """
+    values: dict[str, Any] = {}
+    config_path = _config_path(cli, environ, cwd)
+    if config_path is not None:
+        _read_doc(values, read_file(config_path), str(config_path))
+    _read_doc(values, profile or {}, _PROFILE_SOURCE)
+    _read_environ(values, environ)
+    _read_flags(values, cli)
+    configured = openlineage_configured(environ, cwd, home)
+    om = om_transport(environ)
+    if om is not None and "transport" not in values and not configured:
+        values["transport"] = om
+    return Settings(
+        **values,
+        openlineage_configured=configured,
+        config_file=config_path,
+        om_transport=om,
+        orchestrator=orchestrator(environ),
+        secrets=secret_values(environ, values.get("transport"), values.get("relay"), om),
+    )
