@@ -1,20 +1,27 @@
-"""The one exception tree of dbt_oml.
+"""The one exception tree of dbt_oml, split by what the user must do next.
 
     DbtOmlError
-     ├── ConfigError          a bad or missing setting (carries the key and where it came from)
-     ├── ArtifactError        a missing, unreadable or unsupported dbt artifact (carries the path)
-     ├── NamespaceError       a catalog whose namespace cannot be derived (carries the catalog)
-     ├── LineageError         SQL that could not be analysed (carries the model unique_id)
-     └── DeliveryError        a transport could not deliver
-          ├── TransientDeliveryError   retrying may help (timeouts, 5xx)
+     ├── ConfigError          fix the configuration: a bad or missing setting (key)      exit 3
+     ├── SelectionError       fix the command: a model or column the project lacks       exit 3
+     ├── ArtifactError        rebuild the artifacts: missing, unreadable, unsupported    exit 3
+     ├── NamespaceError       say where a catalog lives (--namespace): reported, run goes on
+     ├── LineageError         one model's SQL could not be analysed: opaque, run goes on
+     └── DeliveryError        events kept in the outbox; send them later (flush)         exit 4*
+          ├── TransientDeliveryError   the server side may recover: retry later (timeouts, 5xx)
           │    └── UnreachableError    nothing answers (refused, unknown host): retry briefly
-          └── TerminalDeliveryError    retrying will not help (4xx, auth, rejected payload)
+          └── TerminalDeliveryError    retrying alone will not help (4xx, a rejected payload)
+               └── CredentialError     fix the secret: an unreadable token file, a refused login,
+                                       a 401 with a fresh token
+
+    * after dbt ran, dbt's code stands unless --fail-on-emit-error (README: Exit codes).
 
 Every error composes its own one-line message from structured attributes: what failed, where,
 and what to do next. Messages never contain secrets.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 
 class DbtOmlError(Exception):
@@ -31,6 +38,17 @@ class ConfigError(DbtOmlError):
         self.hint = hint
         msg = f"config {key!r} ({source}): {reason}"
         super().__init__(f"{msg}; {hint}" if hint else msg)
+
+
+class SelectionError(DbtOmlError):
+    """The command names a model, column or node the project does not have (or ambiguously)."""
+
+    def __init__(self, *, what: str, reason: str, suggestions: Iterable[str] = ()) -> None:
+        self.what = what
+        self.reason = reason
+        self.suggestions = tuple(suggestions)
+        hint = f"; did you mean {', '.join(self.suggestions)}?" if self.suggestions else ""
+        super().__init__(f"{what}: {reason}{hint}")
 
 
 class ArtifactError(DbtOmlError):
@@ -88,3 +106,15 @@ class TerminalDeliveryError(DeliveryError):
 
 class UnreachableError(TransientDeliveryError):
     """Nothing answered at all (connection refused, unknown host): worth one quick retry only."""
+
+
+class CredentialError(TerminalDeliveryError):
+    """The secret that authenticates to the server is missing, unreadable or refused: fix it.
+
+    A delivery error, so the events of the run are kept in the outbox for `dbt-oml flush`.
+    `key` names the setting that holds the secret (`jwt_token_file`, `password`, ...).
+    """
+
+    def __init__(self, *, key: str, target: str, reason: str, hint: str = "") -> None:
+        self.key = key
+        super().__init__(target=target, reason=reason, hint=hint)

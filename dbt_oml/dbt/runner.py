@@ -12,16 +12,15 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dbt_oml.artifacts import failure_summary, parse_time
-from dbt_oml.errors import ConfigError
+from dbt_oml.dbt.project import ProjectOptions, catalogs_of, register_credentials, target_path_of
 from dbt_oml.namespaces import CatalogSpec
-from dbt_oml.redaction import register, secrets_of
 
 if TYPE_CHECKING:
     from dbt_common.events.base_types import EventMsg
@@ -79,41 +78,6 @@ def exit_code(success: bool, exception: BaseException | None) -> int:
     if success:
         return 0
     return 1 if exception is None else 2
-
-
-def catalogs_of(adapter_type: str, credentials: Any) -> tuple[CatalogSpec, ...]:
-    """The catalogs of a connection: the main database first, then every attachment."""
-    database = str(getattr(credentials, "database", "") or "main")
-    if adapter_type != "duckdb":
-        host = getattr(credentials, "host", None) or getattr(credentials, "server", None)
-        port = getattr(credentials, "port", None)
-        conn = f"host={host} port={port}" if host else ""
-        return (CatalogSpec(alias=database, type=adapter_type, path=conn),)
-    path = str(getattr(credentials, "path", "") or ":memory:")
-    specs = [CatalogSpec(alias=database, type="duckdb", path=path)]
-    for attachment in getattr(credentials, "attach", None) or ():
-        att_path = str(attachment.path)
-        kind = (attachment.type or "duckdb").lower()
-        if attachment.is_ducklake or att_path.startswith("ducklake:"):
-            kind = "ducklake"
-        alias = attachment.alias or Path(att_path.split("?", 1)[0]).stem
-        specs.append(CatalogSpec(alias=alias, type=kind, path=att_path))
-    return tuple(specs)
-
-
-def register_credentials(credentials: Any) -> None:
-    """Give the redactor the profile's passwords and tokens, as dbt resolved them.
-
-    Covers secret-named fields (password, token, motherduck_token, a secret's `secret`) and
-    secrets inside strings (an attachment's `password=`/`passwd=`, a URL's user info).
-    """
-    to_dict = getattr(credentials, "to_dict", None)
-    doc: object
-    try:
-        doc = to_dict(omit_none=True) if callable(to_dict) else vars(credentials)
-    except (TypeError, ValueError, AttributeError):
-        doc = getattr(credentials, "__dict__", {})
-    register(secrets_of(doc))
 
 
 def _context_from_dbt(invocation_id: str) -> DbtContext | None:
@@ -254,161 +218,6 @@ def _failure_summary(result: object) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProjectOptions:
-    """dbt's project options for the commands that do not run dbt (emit, lineage)."""
-
-    project_dir: Path
-    profiles_dir: Path | None = None
-    profile: str | None = None
-    target: str | None = None
-    target_path: Path | None = None
-    cli_vars: dict[str, Any] = field(default_factory=dict)
-    environ: Mapping[str, str] = field(default_factory=dict, repr=False)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResolvedProject:
-    """What dbt's own loaders make of ProjectOptions."""
-
-    project_name: str
-    project_dir: Path
-    profile_name: str | None
-    project_version: str | None
-    target_name: str | None
-    target_path: Path
-    adapter_type: str
-    catalogs: tuple[CatalogSpec, ...] = field(repr=False)
-
-
-def target_path_of(options: ProjectOptions) -> Path:
-    """dbt's target directory for the project options, without loading a profile.
-
-    --target-path / DBT_TARGET_PATH, else dbt_project.yml's `target-path`, else `target`;
-    a relative path is under the project directory, as dbt reads it.
-    """
-    path = options.target_path
-    if path is None:
-        configured = _project_value(options.project_dir / "dbt_project.yml", "target-path")
-        path = Path(configured or "target")
-    return path if path.is_absolute() else options.project_dir / path
-
-
-def _project_value(path: Path, key: str) -> str | None:
-    """A plain (Jinja-free) string setting of dbt_project.yml, if it has one."""
-    import yaml
-
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return None
-    value = doc.get(key) if isinstance(doc, dict) else None
-    return value if isinstance(value, str) and value and "{{" not in value else None
-
-
-def resolve_project(options: ProjectOptions) -> ResolvedProject:
-    """Resolve project, profile, target and catalogs with dbt's own loaders (no dbt run)."""
-    from argparse import Namespace as Args
-
-    from dbt.config.runtime import load_profile, load_project
-    from dbt.flags import set_from_args
-    from dbt_common.context import set_invocation_context
-    from dbt_common.exceptions import DbtBaseException
-
-    project_dir = options.project_dir
-    if not (project_dir / "dbt_project.yml").is_file():
-        raise ConfigError(
-            key="project-dir",
-            source=str(project_dir),
-            reason="has no dbt_project.yml",
-            hint="pass --project-dir or set DBT_PROJECT_DIR",
-        )
-    set_invocation_context(dict(options.environ))
-    profiles = options.profiles_dir or (
-        project_dir if (project_dir / "profiles.yml").is_file() else Path.home() / ".dbt"
-    )
-    args = Args(PROFILES_DIR=str(profiles), TARGET=options.target, PROFILE=options.profile)
-    set_from_args(args, None)
-    try:
-        loaded = load_profile(
-            str(project_dir), options.cli_vars, options.profile, options.target, None
-        )
-        project = load_project(str(project_dir), False, loaded, options.cli_vars)
-    except DbtBaseException as e:
-        if "Could not find adapter type" in str(e):
-            return _without_adapter(options, profiles)
-        lines = str(e).strip().splitlines()
-        raise ConfigError(
-            key="profile",
-            source=str(profiles),
-            reason=lines[-1] if lines else type(e).__name__,
-            hint="pass --profiles-dir/--target as for dbt",
-        ) from e
-    target_path = options.target_path or Path(project.target_path)
-    adapter = str(loaded.credentials.type)
-    register_credentials(loaded.credentials)
-    return ResolvedProject(
-        project_name=str(project.project_name),
-        project_version=str(getattr(project, "version", "") or "") or None,
-        project_dir=project_dir,
-        profile_name=loaded.profile_name,
-        target_name=loaded.target_name,
-        target_path=target_path if target_path.is_absolute() else project_dir / target_path,
-        adapter_type=adapter,
-        catalogs=catalogs_of(adapter, loaded.credentials),
-    )
-
-
-def _without_adapter(options: ProjectOptions, profiles: Path) -> ResolvedProject:
-    """Artifacts from a warehouse whose dbt adapter is not installed here (emit, lineage).
-
-    dbt's loaders still read and render the project and the profile (env_var, vars); the
-    target's type, host, port and database give the catalog, as the adapter's credentials would.
-    """
-    from types import SimpleNamespace
-
-    from dbt.config.profile import read_profile
-    from dbt.config.project import load_raw_project
-    from dbt.config.renderer import ProfileRenderer
-
-    raw_project = load_raw_project(str(options.project_dir))
-    profile_name = options.profile or str(raw_project.get("profile") or "")
-    renderer = ProfileRenderer(options.cli_vars)
-    raw = read_profile(str(profiles)).get(profile_name) or {}
-    target_name = options.target or str(renderer.render_value(raw.get("target") or "default"))
-    output = (raw.get("outputs") or {}).get(target_name)
-    if not isinstance(output, dict):
-        raise ConfigError(
-            key="profile",
-            source=str(profiles),
-            reason=f"no target {target_name!r} in profile {profile_name!r}",
-            hint="pass --profiles-dir/--profile/--target as for dbt",
-        )
-    target = renderer.render_data(output)
-    register(secrets_of(target))
-    adapter = str(target.get("type") or "")
-    credentials = SimpleNamespace(
-        host=target.get("host") or target.get("server"),
-        port=target.get("port"),
-        database=target.get("database") or target.get("dbname") or target.get("project"),
-        path=target.get("path"),
-        attach=None,
-    )
-    target_path = options.target_path or Path(str(raw_project.get("target-path") or "target"))
-    return ResolvedProject(
-        project_name=str(raw_project.get("name") or options.project_dir.name),
-        project_version=str(raw_project.get("version") or "") or None,
-        project_dir=options.project_dir,
-        profile_name=profile_name or None,
-        target_name=target_name,
-        target_path=(
-            target_path if target_path.is_absolute() else options.project_dir / target_path
-        ),
-        adapter_type=adapter,
-        catalogs=catalogs_of(adapter, credentials),
-    )
-
-
 def docs_generate_args(context: DbtContext) -> list[str]:
     """`dbt docs generate` for the same project, profile, target and target path."""
     args = [
@@ -429,3 +238,19 @@ def docs_generate_args(context: DbtContext) -> list[str]:
     if context.cli_vars:
         args += ["--vars", json.dumps(context.cli_vars)]
     return args
+
+
+#: ProjectOptions and target_path_of moved to dbt.project; dbt_oml.cli still imports them here.
+__all__ = [
+    "Bridge",
+    "DbtContext",
+    "DbtInvocation",
+    "Listener",
+    "NodeStarted",
+    "ProjectOptions",
+    "docs_generate_args",
+    "exit_code",
+    "register_credentials",
+    "run_dbt",
+    "target_path_of",
+]

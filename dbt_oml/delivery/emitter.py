@@ -133,10 +133,6 @@ class Delivery:
         self.report = DeliveryReport()
 
     @property
-    def dry_run(self) -> bool:
-        return self._emitter is None
-
-    @property
     def emitter(self) -> Emitter | None:
         return self._emitter
 

@@ -1,4 +1,4 @@
-"""A thin OpenMetadata REST client over an injected httpx2 client, with its auth providers.
+"""A thin OpenMetadata REST client over an injected httpx2 client (auth: om.auth).
 
 I/O adapter. It maps transport errors and statuses into dbt_oml's error tree once (transient:
 refused, timeouts, 5xx; terminal: 401 after a fresh token, 403 naming the operation OM refused), and
@@ -7,24 +7,30 @@ never puts a token or password into a message, a repr or a log line.
 
 from __future__ import annotations
 
-import base64
 import json as jsonlib
 import logging
 import re
-import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote
 
 import httpx2
 
 from dbt_oml.errors import (
-    ConfigError,
+    CredentialError,
     TerminalDeliveryError,
     TransientDeliveryError,
     UnreachableError,
+)
+from dbt_oml.om.auth import (
+    BasicLogin,
+    BearerAuth,
+    OAuth2ClientCredentials,
+    StaticToken,
+    TokenFile,
+    TokenProvider,
+    message_of,
 )
 from dbt_oml.redaction import redact
 
@@ -45,136 +51,6 @@ ROLE_FOR: Mapping[str, str] = {
 }
 #: The media type OM's PATCH endpoints consume (anything else: 415).
 JSON_PATCH = "application/json-patch+json"
-
-
-class TokenProvider(Protocol):
-    """Gives the bearer token for a request; `invalidate` after a 401 forces a new one."""
-
-    def token(self, http: httpx2.Client, base_url: str) -> str: ...
-    def invalidate(self) -> None: ...
-
-
-@dataclass
-class StaticToken:
-    """A bot JWT given as a value (prefer TokenFile: environment values show in pod specs)."""
-
-    value: str = field(repr=False)
-
-    def token(self, http: httpx2.Client, base_url: str) -> str:  # noqa: ARG002
-        return self.value
-
-    def invalidate(self) -> None:
-        """A static token cannot be refreshed."""
-
-
-@dataclass
-class TokenFile:
-    """A bot JWT read from a file (a mounted Kubernetes Secret); re-read after a 401."""
-
-    path: Path
-    _cached: str | None = field(default=None, repr=False)
-
-    def token(self, http: httpx2.Client, base_url: str) -> str:  # noqa: ARG002
-        if self._cached is None:
-            try:
-                self._cached = self.path.read_text(encoding="utf-8").strip()
-            except OSError as e:
-                raise ConfigError(
-                    key="jwt_token_file",
-                    source=str(self.path),
-                    reason=f"cannot be read ({e.strerror})",
-                    hint="mount the bot's JWT there or set OM_JWT_TOKEN_FILE",
-                ) from e
-            if not self._cached:
-                raise ConfigError(key="jwt_token_file", source=str(self.path), reason="is empty")
-        return self._cached
-
-    def invalidate(self) -> None:
-        self._cached = None
-
-
-@dataclass
-class BasicLogin:
-    """User and password through POST /api/v1/users/login (OM wants the password base64-encoded).
-
-    Session tokens expire within the hour: fine for a laptop, wrong for a nightly job.
-    """
-
-    email: str
-    password: str = field(repr=False)
-    _cached: str | None = field(default=None, repr=False)
-
-    def token(self, http: httpx2.Client, base_url: str) -> str:
-        if self._cached is None:
-            encoded = base64.b64encode(self.password.encode()).decode()
-            try:
-                response = http.post(
-                    f"{base_url}/api/v1/users/login",
-                    json={"email": self.email, "password": encoded},
-                )
-            except httpx2.TransportError as e:
-                raise TransientDeliveryError(
-                    target=base_url, reason=f"login: {type(e).__name__}"
-                ) from e
-            if response.status_code != 200:
-                raise TerminalDeliveryError(
-                    target=f"POST {base_url}/api/v1/users/login",
-                    reason=f"{response.status_code} {_message(response)}",
-                    hint="check OM_USER / OM_PASSWORD",
-                )
-            self._cached = str(response.json()["accessToken"])
-        return self._cached
-
-    def invalidate(self) -> None:
-        self._cached = None
-
-
-@dataclass
-class OAuth2ClientCredentials:
-    """OAuth2 client credentials (e.g. Okta, Azure AD) for OpenMetadata behind an SSO provider."""
-
-    token_url: str
-    client_id: str
-    client_secret: str = field(repr=False)
-    scope: str | None = None
-    clock: Callable[[], float] = time.monotonic
-    _cached: str | None = field(default=None, repr=False)
-    _expires: float = 0.0
-
-    def token(self, http: httpx2.Client, base_url: str) -> str:  # noqa: ARG002
-        if self._cached is None or self.clock() >= self._expires:
-            form = {
-                "grant_type": "client_credentials",
-                "client_id": self.client_id,
-                "client_secret": self.client_secret,
-            }
-            if self.scope:
-                form["scope"] = self.scope
-            try:
-                response = http.post(self.token_url, data=form)
-            except httpx2.TransportError as e:
-                raise TransientDeliveryError(target=self.token_url, reason=type(e).__name__) from e
-            if response.status_code != 200:
-                raise TerminalDeliveryError(
-                    target=f"POST {self.token_url}",
-                    reason=f"{response.status_code}",
-                    hint="check OM_CLIENT_ID / OM_CLIENT_SECRET / OM_OAUTH_TOKEN_URL",
-                )
-            doc = response.json()
-            self._cached = str(doc["access_token"])
-            self._expires = self.clock() + float(doc.get("expires_in", 300)) - 30
-        return self._cached
-
-    def invalidate(self) -> None:
-        self._cached = None
-
-
-def _message(response: httpx2.Response) -> str:
-    try:
-        doc = response.json()
-    except ValueError:
-        return response.text[:200]
-    return str(doc.get("message", "")) if isinstance(doc, dict) else str(doc)[:200]
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +76,7 @@ class OpenMetadataClient:
         self.base_url = base_url.rstrip("/")
         self.http = http
         self.auth = auth
+        self._flow = BearerAuth(auth, http=http, base_url=self.base_url) if auth else None
         self.requests = 0
 
     def __repr__(self) -> str:
@@ -214,36 +91,30 @@ class OpenMetadataClient:
         params: Mapping[str, Any] | None = None,
         content_type: str | None = None,
     ) -> Reply:
-        """One request; 401 gets one retry with a fresh token. Raises DeliveryError subclasses.
+        """One request (a 401 gets one retry with a fresh token: BearerAuth). Raises
+        CredentialError for a 401 that stands, other DeliveryError subclasses as mapped.
 
         403 is returned to the caller (some are expected: admin-only settings) unless it names an
         operation, which is raised with the role that grants it. `content_type` sends `json` with
         that media type (PATCH: JSON_PATCH).
         """
         target = f"{method} {redact(self.base_url)}{path}"
-        for attempt in (1, 2):
-            headers = {"Content-Type": content_type} if content_type else {}
-            if self.auth is not None:
-                headers["Authorization"] = f"Bearer {self.auth.token(self.http, self.base_url)}"
-            self.requests += 1
-            response = self._send(method, f"{self.base_url}{path}", target, json, params, headers)
-            status = response.status_code
-            if status == 401 and attempt == 1 and self.auth is not None:
-                self.auth.invalidate()
-                continue
-            if status == 401:
-                raise TerminalDeliveryError(
-                    target=target,
-                    reason=f"401 {_message(response)}",
-                    hint="token missing or expired (bot JWT? reissue it)",
-                )
-            if status == 403 and "not admin" not in _message(response):
-                raise _forbidden(target, _message(response))
-            if status >= 500:
-                raise TransientDeliveryError(target=target, reason=f"{status} {_message(response)}")
-            body = _json(response)
-            return Reply(status, body)
-        raise AssertionError("unreachable")  # pragma: no cover
+        headers = {"Content-Type": content_type} if content_type else {}
+        self.requests += 1
+        response = self._send(method, f"{self.base_url}{path}", target, json, params, headers)
+        status = response.status_code
+        if status == 401:
+            raise CredentialError(
+                key="token",
+                target=target,
+                reason=f"401 {message_of(response)}",
+                hint="token missing or expired (bot JWT? reissue it)",
+            )
+        if status == 403 and "not admin" not in message_of(response):
+            raise _forbidden(target, message_of(response))
+        if status >= 500:
+            raise TransientDeliveryError(target=target, reason=f"{status} {message_of(response)}")
+        return Reply(status, _json(response))
 
     def _send(
         self,
@@ -257,8 +128,12 @@ class OpenMetadataClient:
         try:
             if "Content-Type" in headers:
                 body = jsonlib.dumps(json).encode()
-                return self.http.request(method, url, content=body, params=params, headers=headers)
-            return self.http.request(method, url, json=json, params=params, headers=headers)
+                return self.http.request(
+                    method, url, content=body, params=params, headers=headers, auth=self._flow
+                )
+            return self.http.request(
+                method, url, json=json, params=params, headers=headers, auth=self._flow
+            )
         except httpx2.TimeoutException as e:
             raise TransientDeliveryError(target=target, reason="timed out") from e
         except httpx2.ConnectError as e:
@@ -385,3 +260,15 @@ def _forbidden(target: str, message: str) -> TerminalDeliveryError:
         role = "IngestionBotRole (EditTests on tables)"
     hint = f"give the bot {role}" if role else ""
     return TerminalDeliveryError(target=target, reason=f"403 {message}", hint=hint)
+
+
+__all__ = [  # the token providers live in om.auth; their users import them from here too
+    "BasicLogin",
+    "BearerAuth",
+    "OAuth2ClientCredentials",
+    "OpenMetadataClient",
+    "Reply",
+    "StaticToken",
+    "TokenFile",
+    "TokenProvider",
+]

@@ -1,10 +1,12 @@
-"""One retry budget for a whole run, and a breaker that stops trying once it is spent.
+"""dbt_oml's one retry mechanism (tenacity): backoff, a time budget, and the OM run's breaker.
 
 Every request to OpenMetadata in a run (settings, bootstrap, batches, lineage reads) draws on the
-same budget. Transient failures are retried with exponential backoff while the budget lasts; a
-refused connection (nothing listens) gets one quick retry only. Once a call fails for good the
+same RetryBudget. Transient failures are retried with exponential backoff while the budget lasts;
+a refused connection (nothing listens) gets two quick retries only. Once a call fails for good the
 breaker opens: every later call fails at once, so the rest of the run goes to the outbox in
-milliseconds instead of waiting a timeout per batch. The clock and sleep are injected.
+milliseconds instead of waiting a timeout per batch. The JetStream publish and the relay's
+reconnects use the same pieces (`exponential`, `within`) with tenacity's async retrying. Clock and
+sleep are injected (tenacity's `sleep`), so tests never wait.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ import logging
 from collections.abc import Callable
 from typing import TypeVar
 
+import tenacity
+from tenacity import RetryCallState
+
 from dbt_oml.errors import TransientDeliveryError, UnreachableError
 
 logger = logging.getLogger(__name__)
@@ -20,6 +25,32 @@ T = TypeVar("T")
 
 #: Retries for a refused connection: OM restarting gets a moment, OM gone costs ~1.5 s.
 UNREACHABLE_RETRIES = 2
+
+Wait = Callable[[RetryCallState], float]
+
+
+def exponential(first: float, maximum: float) -> Wait:
+    """Waits of `first`, twice that, and so on, up to `maximum` seconds.
+
+    >>> third = RetryCallState(None, None, (), {})
+    >>> third.attempt_number = 3
+    >>> exponential(0.5, 8.0)(third), exponential(0.5, 1.5)(third)
+    (2.0, 1.5)
+    """
+    return tenacity.wait_exponential(multiplier=first, max=maximum)
+
+
+def within(
+    deadline: float, clock: Callable[[], float], wait: Wait
+) -> Callable[[RetryCallState], bool]:
+    """A tenacity stop: give up when the next wait would end after `deadline` (a time budget,
+    not a count of tries)."""
+    return lambda state: clock() + wait(state) > deadline
+
+
+def _log_retry(state: RetryCallState) -> None:
+    delay = state.next_action.sleep if state.next_action else 0.0
+    logger.debug("OpenMetadata unavailable; retrying in %.1fs", delay)
 
 
 class RetryBudget:
@@ -36,7 +67,7 @@ class RetryBudget:
     ) -> None:
         self.seconds = seconds
         self.clock, self.sleep = clock, sleep
-        self.first_delay, self.max_delay = first_delay, max_delay
+        self.wait = exponential(first_delay, max_delay)
         self._deadline: float | None = None
         self.broken: TransientDeliveryError | None = None
 
@@ -51,19 +82,29 @@ class RetryBudget:
             raise self.broken
         if self._deadline is None:
             self._deadline = self.clock() + self.seconds
-        delay, refused = self.first_delay, 0
-        while True:
-            try:
-                return action()
-            except UnreachableError as e:
+        out_of_time = within(self._deadline, self.clock, self.wait)
+        refused = 0
+
+        def give_up(state: RetryCallState) -> bool:
+            nonlocal refused
+            if state.outcome is not None and isinstance(
+                state.outcome.exception(), UnreachableError
+            ):
                 refused += 1
-                if refused > UNREACHABLE_RETRIES or self.clock() + delay > self._deadline:
-                    self.broken = e
-                    raise
-            except TransientDeliveryError as e:
-                if self.clock() + delay > self._deadline:
-                    self.broken = e
-                    raise
-            logger.debug("OpenMetadata unavailable; retrying in %.1fs", delay)
-            self.sleep(delay)
-            delay = min(delay * 2, self.max_delay)
+                if refused > UNREACHABLE_RETRIES:
+                    return True
+            return out_of_time(state)
+
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(TransientDeliveryError),
+            stop=give_up,
+            wait=self.wait,
+            sleep=self.sleep,
+            before_sleep=_log_retry,
+            reraise=True,
+        )
+        try:
+            return retrying(action)
+        except TransientDeliveryError as e:
+            self.broken = e
+            raise

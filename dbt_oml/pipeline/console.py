@@ -12,7 +12,6 @@ from typing import Any
 
 import click
 
-from dbt_oml.errors import ConfigError
 from dbt_oml.redaction import redact, redact_event
 
 logger = logging.getLogger("dbt_oml")
@@ -53,28 +52,26 @@ def progress_bar() -> Any:
     return draw
 
 
-def _print_plan(settings: Any, events: list[dict[str, Any]]) -> None:
-    from dbt_oml.errors import DeliveryError
-    from dbt_oml.pipeline.run_state import bootstrap_plan
-
-    try:
-        plan = bootstrap_plan(settings, events)
-    except (DeliveryError, ConfigError) as e:
-        say(f"dbt-oml: no bootstrap plan: {e}")
-        return
-    if plan is not None:
+def _print_plan(report: Any) -> None:
+    """The bootstrap plan the pipeline put on the report (--dry-run with OpenMetadata)."""
+    problem = getattr(report, "plan_problem", None)
+    plan = getattr(report, "plan", None)
+    if problem is not None:
+        say(f"dbt-oml: no bootstrap plan: {problem}")
+    elif plan is not None:
         say("dbt-oml: OpenMetadata bootstrap plan (nothing written):")
         for line in plan or ["nothing to create"]:
             say(f"  {line}")
 
 
-def print_summary(report: Any, *, dry_run: bool, settings: Any = None) -> None:
+def print_summary(report: Any, *, dry_run: bool, settings: Any = None) -> None:  # noqa: ARG001
+    """The end-of-run summary (`settings` is no longer read: the plan is on the report)."""
     delivery = report.delivery
     if dry_run:
         doc = {"events": [redact_event(e) for e in delivery.collected]}
         click.echo(json.dumps(doc, indent=1, sort_keys=True))
         say(f"dbt-oml: {report.events_built} events built (dry run, nothing sent)")
-        _print_plan(settings, delivery.collected)
+        _print_plan(report)
     else:
         line = (
             f"dbt-oml: {report.events_built} events, {delivery.delivered} delivered to "

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dbt_oml.artifacts import Catalog, RunArtifacts, read_artifacts
-from dbt_oml.dbt.runner import ProjectOptions, resolve_project
+from dbt_oml.dbt.project import ProjectOptions, resolve_project
 from dbt_oml.errors import ArtifactError
 from dbt_oml.impact.analysis import (
     SELECTED,

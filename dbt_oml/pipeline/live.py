@@ -6,25 +6,17 @@ lets a lineage problem change dbt's result: the caller (cli) decides the exit co
 
 from __future__ import annotations
 
-import json
 import logging
-import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from openlineage.client.event_v2 import RunEvent, RunState
 
 from dbt_oml.artifacts import (
-    KEPT_MANIFEST,
-    KEPT_RUN_RESULTS,
     Catalog,
-    Column,
     Manifest,
-    Node,
     RunArtifacts,
-    read_artifacts,
     read_manifest,
 )
 from dbt_oml.config import Settings
@@ -32,7 +24,6 @@ from dbt_oml.dbt.relation_columns import live_catalog
 from dbt_oml.dbt.runner import (
     DbtContext,
     NodeStarted,
-    docs_generate_args,
     run_dbt,
 )
 from dbt_oml.delivery.emitter import Delivery, Unconfigured
@@ -42,12 +33,18 @@ from dbt_oml.events.builder import (
     EventBuilder,
     iter_events,
 )
-from dbt_oml.lineage.batch import ColumnLookup
 from dbt_oml.lineage.model import ModelLineage
+from dbt_oml.pipeline.catalog import (
+    CATALOG_COMMANDS,
+    artifacts_with_catalog,
+    catalog_lookup,
+    keep_build_artifacts,
+)
 from dbt_oml.pipeline.lineage import column_lineage_for
 from dbt_oml.pipeline.run_state import (
     Progress,
     Report,
+    add_bootstrap_plan,
     check_transport,
     copies_column_lineage,
     event_settings,
@@ -60,9 +57,6 @@ from dbt_oml.pipeline.run_state import (
 )
 
 logger = logging.getLogger(__name__)
-
-#: Commands that change relations, after which `dbt docs generate` is worth its time.
-CATALOG_COMMANDS = frozenset({"build", "run", "seed", "snapshot", "retry"})
 
 
 class LiveEmitter:
@@ -160,40 +154,6 @@ class LiveEmitter:
         self.delivery.send(event)
 
 
-def _keep_build_artifacts(ctx: DbtContext) -> bool:
-    """Copy the build's run_results/manifest aside before docs generate overwrites them.
-
-    Returns False when run_results.json was not written by this invocation (a parse error).
-    """
-    target = ctx.target_path
-    results = target / "run_results.json"
-    try:
-        doc = json.loads(results.read_text(encoding="utf-8"))
-        invocation = doc.get("metadata", {}).get("invocation_id")
-    except (OSError, ValueError, AttributeError):
-        return False
-    if invocation != ctx.invocation_id:
-        return False
-    shutil.copyfile(results, target / KEPT_RUN_RESULTS)
-    if (target / "manifest.json").exists():
-        shutil.copyfile(target / "manifest.json", target / KEPT_MANIFEST)
-    return True
-
-
-def catalog_lookup(emitter: object, builder: EventBuilder) -> ColumnLookup | None:
-    """Columns the configured transport's catalog holds (OpenMetadata: ingested tables)."""
-    columns_for = getattr(getattr(emitter, "transport", None), "columns_for", None)
-    if not callable(columns_for):
-        return None
-
-    def lookup(node: Node) -> tuple[Column, ...] | None:
-        ref = builder.dataset(node)
-        found = columns_for(ref.namespace, ref.name)
-        return tuple(Column(name=n, type=t) for n, t in found) if found else None
-
-    return lookup
-
-
 def build(
     settings: Settings,
     dbt_args: Sequence[str],
@@ -223,9 +183,9 @@ def build(
         error = invocation.error
         artifacts = None
         try:
-            if ctx.command in BUILD_COMMANDS and _keep_build_artifacts(ctx):
+            if ctx.command in BUILD_COMMANDS and keep_build_artifacts(ctx):
                 write_node_starts(ctx, invocation.node_starts)
-                artifacts = _artifacts_with_catalog(settings, ctx, report, live.live_catalog)
+                artifacts = artifacts_with_catalog(settings, ctx, report, live.live_catalog)
         except DbtOmlError as e:
             report.problems.append(str(e))
             error = error or str(e)
@@ -262,37 +222,6 @@ def _write_explorer(
         report.problems.append(f"the explorer page was not written: {e}")
 
 
-def _artifacts_with_catalog(
-    settings: Settings,
-    ctx: DbtContext,
-    report: Report,
-    live: tuple[Catalog | None, str | None] | None = None,
-) -> RunArtifacts:
-    """The build's artifacts, with this run's catalog.json (from `dbt docs generate`), or the
-    columns read from the warehouse at the end of the command (`live`, for `test`).
-
-    A catalog.json written before this invocation started (docs generate off or failed) is
-    not this run's: the declared columns are used instead. An unreadable one is a warning.
-    """
-    if settings.docs_generate and ctx.command in CATALOG_COMMANDS:
-        docs = run_dbt(docs_generate_args(ctx))
-        if docs.return_code != 0:
-            report.problems.append(
-                f"dbt docs generate failed ({docs.error}); schema facets use the declared columns"
-            )
-    artifacts = read_artifacts(ctx.target_path)
-    report.problems += artifacts.problems
-    catalog = artifacts.catalog
-    if live is not None:
-        catalog, problem = live
-        report.problems += [problem] if problem else []
-    elif catalog is not None and (
-        catalog.generated_at is None or catalog.generated_at < ctx.started_at
-    ):
-        catalog = None
-    return replace(artifacts, catalog=catalog)
-
-
 def finish(
     live: LiveEmitter,
     artifacts: RunArtifacts | None,
@@ -305,85 +234,84 @@ def finish(
     """After dbt: the terminal events (column lineage included), then close the delivery.
 
     Shared by `dbt-oml build` and the dbt plugin. Without artifacts (a command that builds
-    nothing, a parse error) only the invocation's run is ended.
+    nothing, a parse error) only the invocation's run is ended. With --dry-run, the report
+    also gets the OpenMetadata bootstrap plan for the console.
     """
-    with quiet_gc():
-        _finish(
-            live,
-            artifacts,
-            node_starts=node_starts,
-            ended_at=ended_at,
-            error=error,
-            progress=progress,
-        )
-
-
-def _finish(
-    live: LiveEmitter,
-    artifacts: RunArtifacts | None,
-    *,
-    node_starts: Mapping[str, datetime],
-    ended_at: datetime,
-    error: str | None,
-    progress: Progress | None = None,
-) -> None:
-    settings, report = live.settings, live.report
-    builder, delivery, ctx = live.builder, live.delivery, live.context
+    builder, delivery, report = live.builder, live.delivery, live.report
+    assert builder is not None
+    assert delivery is not None
     if artifacts is not None and artifacts.run_results is not None:
         # the end as run_results.json records it, as `dbt-oml emit` reads it: the same run then
         # always gives the same events (and the same JetStream de-duplication ids)
         ended_at = artifacts.run_results.generated_at or ended_at
+    with quiet_gc():
+        try:
+            if artifacts is None:
+                report.events_built += 1
+                delivery.send(builder.parent_end(at=ended_at, error=error))
+            else:
+                _terminal_events(live, artifacts, node_starts, ended_at, error, progress)
+        except DbtOmlError as e:
+            report.problems.append(str(e))
+            report.events_built += 1
+            delivery.send(builder.parent_end(at=ended_at, error=error or str(e)))
+        except Exception:
+            # a dbt-oml bug: the invocation's run still ends as dbt ended it; the CLI reports it
+            report.events_built += 1
+            delivery.send(builder.parent_end(at=ended_at, error=error))
+            raise
+        finally:
+            report.delivery = delivery.close()
+    if live.settings.dry_run:
+        add_bootstrap_plan(live.settings, report)
+
+
+def _terminal_events(
+    live: LiveEmitter,
+    artifacts: RunArtifacts,
+    node_starts: Mapping[str, datetime],
+    ended_at: datetime,
+    error: str | None,
+    progress: Progress | None,
+) -> None:
+    """The enriched end of every node and of the invocation, each built, sent and dropped."""
+    settings, report = live.settings, live.report
+    builder, delivery, ctx = live.builder, live.delivery, live.context
     assert builder is not None
     assert delivery is not None
     assert ctx is not None
-    try:
-        if artifacts is None:
-            report.events_built += 1
-            delivery.send(builder.parent_end(at=ended_at, error=error))
-            return
-        lineage = column_lineage_for(
-            settings,
-            artifacts,
-            project_root=ctx.project_root,
-            target_path=ctx.target_path,
-            dialect=ctx.adapter_type,
-            default_catalog=ctx.catalogs[0].alias if ctx.catalogs else None,
-            report=report,
-            progress=progress,
-            extra=catalog_lookup(delivery.emitter, builder),
-            known=live.node_lineage,
-        )
-        events = iter_events(
-            artifacts,
-            invocation=builder.invocation,
-            namespaces=builder.namespaces,
-            settings=builder.settings,
-            node_starts=node_starts,
-            ended_at=ended_at,
-            error=error,
-            lineage=lineage,
-        )
-        delivery.held = delivery.held or report.refused is not None
-        next(events)  # the parent START went out live; each event is built, sent, dropped
-        held: RunEvent | None = None  # the invocation's end: the aborts go before it
-        for event in events:
-            if held is not None:
-                _send_terminal(live, held)
-            held = event
-        for last in [*_aborts(builder, artifacts, live.sent_starts, node_starts), held]:
-            if last is not None:
-                _send_terminal(live, last)
-    except DbtOmlError as e:
-        report.problems.append(str(e))
-        report.events_built += 1
-        delivery.send(builder.parent_end(at=ended_at, error=error or str(e)))
-    except Exception:
-        # a dbt-oml bug: the invocation's run still ends as dbt ended it; the CLI reports the bug
-        report.events_built += 1
-        delivery.send(builder.parent_end(at=ended_at, error=error))
-        raise
-    finally:
-        report.delivery = delivery.close()
+    lineage = column_lineage_for(
+        settings,
+        artifacts,
+        project_root=ctx.project_root,
+        target_path=ctx.target_path,
+        dialect=ctx.adapter_type,
+        default_catalog=ctx.catalogs[0].alias if ctx.catalogs else None,
+        report=report,
+        progress=progress,
+        extra=catalog_lookup(delivery.emitter, builder),
+        known=live.node_lineage,
+    )
+    events = iter_events(
+        artifacts,
+        invocation=builder.invocation,
+        namespaces=builder.namespaces,
+        settings=builder.settings,
+        node_starts=node_starts,
+        ended_at=ended_at,
+        error=error,
+        lineage=lineage,
+    )
+    delivery.held = delivery.held or report.refused is not None
+    next(events)  # the parent START went out live
+    held: RunEvent | None = None  # the invocation's end: the aborts go before it
+    for event in events:
+        if held is not None:
+            _send_terminal(live, held)
+        held = event
+    for last in [*_aborts(builder, artifacts, live.sent_starts, node_starts), held]:
+        if last is not None:
+            _send_terminal(live, last)
 
 
 def _send_terminal(live: LiveEmitter, event: RunEvent) -> None:

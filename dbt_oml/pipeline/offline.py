@@ -14,7 +14,7 @@ from typing import Any
 
 from dbt_oml.artifacts import RunArtifacts, failure_summary, read_artifacts
 from dbt_oml.config import Settings
-from dbt_oml.dbt.runner import ProjectOptions, ResolvedProject, resolve_project
+from dbt_oml.dbt.project import ProjectOptions, ResolvedProject, resolve_project
 from dbt_oml.delivery.emitter import Delivery, read_outbox
 from dbt_oml.errors import ArtifactError
 from dbt_oml.events.builder import iter_events
@@ -25,6 +25,7 @@ from dbt_oml.pipeline.lineage import column_lineage_for, project_graph
 from dbt_oml.pipeline.run_state import (
     STATE_DIR,
     Report,
+    add_bootstrap_plan,
     copies_column_lineage,
     event_settings,
     make_emitter,
@@ -54,6 +55,7 @@ def _invocation(project: ResolvedProject, artifacts: RunArtifacts) -> Invocation
         project_name=artifacts.manifest.project_name or project.project_name,
         project_version=project.project_version,
         profile_name=project.profile_name,
+        target_name=project.target_name,
         dbt_version=results.dbt_version,
         adapter_type=project.adapter_type,
     )
@@ -103,6 +105,8 @@ def _emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
         report.events_built += 1
         delivery.send(event)
     report.delivery = delivery.close()
+    if settings.dry_run:
+        add_bootstrap_plan(settings, report)
     return report
 
 
@@ -143,6 +147,8 @@ def replay(settings: Settings, files: Sequence[Path], *, target_path: Path) -> R
     report.delivery = delivery.close()
     for path in staged:
         path.unlink()
+    if settings.dry_run:
+        add_bootstrap_plan(settings, report)
     return report
 
 

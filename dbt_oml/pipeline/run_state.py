@@ -23,7 +23,7 @@ from dbt_oml.dbt.runner import (
     DbtContext,
 )
 from dbt_oml.delivery.emitter import DeliveryReport, Emitter
-from dbt_oml.errors import ConfigError
+from dbt_oml.errors import ConfigError, DbtOmlError
 from dbt_oml.events.invocation import EventSettings, Invocation
 from dbt_oml.namespaces import CatalogSpec, Namespaces, resolve_namespaces
 from dbt_oml.version import __version__
@@ -54,6 +54,10 @@ class Report:
     opaque: dict[str, str] = field(default_factory=dict)
     refused: str | None = None
     explorer: Path | None = None
+    plan: list[str] | None = None
+    """--dry-run with OpenMetadata: what bootstrap would create (None: no plan)."""
+    plan_problem: str | None = None
+    """--dry-run with OpenMetadata: why there is no plan (OM unreachable, a bad setting)."""
 
 
 #: Allocations between the collector's young passes while dbt-oml reads artifacts and builds
@@ -200,6 +204,7 @@ def invocation_of(ctx: DbtContext) -> Invocation:
         project_name=ctx.project_name,
         project_version=ctx.project_version,
         profile_name=ctx.profile_name,
+        target_name=ctx.target_name,
         dbt_version=ctx.dbt_version,
         adapter_type=ctx.adapter_type,
     )
@@ -245,6 +250,15 @@ def bootstrap_plan(settings: Settings, events: list[dict[str, Any]]) -> list[str
         return om.plan(events)
     finally:
         om.http.close()
+
+
+def add_bootstrap_plan(settings: Settings, report: Report) -> None:
+    """--dry-run: the bootstrap plan for the collected events on the report (the console prints
+    it); when OpenMetadata cannot be asked, why not."""
+    try:
+        report.plan = bootstrap_plan(settings, report.delivery.collected)
+    except DbtOmlError as e:
+        report.plan_problem = str(e)
 
 
 _OM_PATH = "dbt_oml.transports.openmetadata.OpenMetadataTransport"

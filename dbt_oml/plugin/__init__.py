@@ -13,17 +13,18 @@ The plugin sits beside the CLI, over the pipeline: nothing in dbt_oml may import
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from typing import Any
 
 from dbt.plugins.manager import dbtPlugin
 
 from dbt_oml.dbt.own_runs import in_own_run
+from dbt_oml.plugin.notice import warn
 
 #: The environment variable and the dbt var that switch the plugin on.
 ENV_SWITCH = "DBT_OML_PLUGIN"
 VAR_SWITCH = "dbt_oml_plugin"
+
 
 def switched_on(
     environ: Mapping[str, str], dbt_vars: Mapping[str, Any], *, in_profile: bool = False
@@ -78,13 +79,6 @@ def _dbt_vars() -> dict[str, Any]:
     if isinstance(cli_vars, dict):
         out.update(cli_vars)
     return out
-
-
-def warn(message: str) -> None:
-    """One line on stderr: the plugin never raises into dbt."""
-    from dbt_oml.redaction import redact
-
-    sys.stderr.write(redact(f"dbt-oml plugin: {message}") + "\n")
 
 
 class DbtOmlPlugin(dbtPlugin):

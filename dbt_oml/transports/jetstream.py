@@ -18,17 +18,19 @@ import contextlib
 import hashlib
 import json
 import logging
-import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import attr
-from openlineage.client.transport.transport import Config, Transport
+import tenacity
+from openlineage.client.transport.transport import Transport
+from tenacity import RetryCallState
 
 from dbt_oml.delivery.outbox import append_events, append_reason
 from dbt_oml.errors import ConfigError
 from dbt_oml.events import serialize as event_json
+from dbt_oml.om.retry import exponential, within
+from dbt_oml.transports.jetstream_config import JetStreamConfig as JetStreamConfig
 from dbt_oml.transports.jetstream_connection import (
     NatsUnavailableError as NatsUnavailableError,  # re-exported: dbt_oml.cli catches it
 )
@@ -42,7 +44,6 @@ from dbt_oml.transports.jetstream_connection import (
     server_label,
     transient_faults,
 )
-from dbt_oml.transports.options import coerce, known_values
 
 logger = logging.getLogger(__name__)
 
@@ -66,96 +67,6 @@ def message_id(event: Mapping[str, Any]) -> str:
         )
     )
     return hashlib.sha256(key.encode()).hexdigest()
-
-
-def _check_numbers(values: dict[str, Any]) -> None:
-    """Numbers (text from the environment too) of the right kind and range, or ConfigError."""
-    for key in ("max_age", "duplicate_window", "publish_timeout", "connect_timeout"):
-        _number(values, key, float, lambda n: n > 0, "is not a number of seconds above 0")
-    _number(values, "num_replicas", int, lambda n: 1 <= n <= 5, "is not a whole number 1-5")
-    _number(values, "retry_budget", float, lambda n: n >= 0, "is not a number of seconds >= 0")
-
-
-def _number(
-    values: dict[str, Any], key: str, kind: type[float], valid: Callable[[float], bool], what: str
-) -> None:
-    if key not in values:
-        return
-    value = values[key]
-    number: float | None = None
-    if not isinstance(value, bool):
-        with contextlib.suppress(TypeError, ValueError):
-            number = kind(value)
-    if isinstance(value, float) and number != value:  # 2.5 replicas
-        number = None
-    if number is None or not valid(number):
-        raise ConfigError(
-            key=f"transport.{key}", source="jetstream transport", reason=f"{value!r} {what}"
-        )
-    values[key] = number
-
-
-@attr.define
-class JetStreamConfig(Config):
-    """Settings of the JetStream transport (`transport:` with `type: jetstream`)."""
-
-    servers: list[str] = attr.field(factory=lambda: ["nats://127.0.0.1:4222"])
-    subject: str = "openlineage.events"
-    stream: str = "OPENLINEAGE"
-    create_stream: bool = True
-    max_age: float = 7 * 24 * 3600.0
-    storage: str = "file"
-    duplicate_window: float = 24 * 3600.0
-    credentials_file: str | None = None
-    token: str | None = attr.field(default=None, repr=False)
-    user: str | None = None
-    password: str | None = attr.field(default=None, repr=False)
-    tls_ca_file: str | None = None
-    publish_timeout: float = 5.0
-    connect_timeout: float = 3.0
-    #: copies of the stream in a cluster (1-5), used when the stream is created; 3 survives a
-    #: lost server
-    num_replicas: int = 1
-    #: seconds one publish may keep retrying through a leader election or a lost server, on
-    #: another connection, before events go to the outbox
-    retry_budget: float = 30.0
-    outbox_dir: str = "dbt-oml-outbox"
-
-    @classmethod
-    def from_dict(cls, params: dict[str, Any]) -> JetStreamConfig:
-        values = known_values(cls, params, source="jetstream transport")
-        if isinstance(values.get("servers"), str):
-            values["servers"] = [s.strip() for s in values["servers"].split(",") if s.strip()]
-        coerce(values, bools=("create_stream",))
-        _check_numbers(values)
-        if values.get("storage", "file") not in {"file", "memory"}:
-            raise ConfigError(
-                key="transport.storage",
-                source="jetstream transport",
-                reason=f"{values['storage']!r} is not file or memory",
-            )
-        if not values.get("servers", ["default"]):
-            raise ConfigError(
-                key="transport.servers", source="jetstream transport", reason="is empty"
-            )
-        return cls(**values)
-
-    def connect_options(self) -> dict[str, Any]:
-        options: dict[str, Any] = {
-            "servers": self.servers,
-            "connect_timeout": self.connect_timeout,
-            "max_reconnect_attempts": 0,
-            "allow_reconnect": False,
-        }
-        if self.credentials_file:
-            options["user_credentials"] = self.credentials_file
-        if self.token:
-            options["token"] = self.token
-        if self.user and self.password:
-            options["user"], options["password"] = self.user, self.password
-        if self.tls_ca_file:
-            options["tls"] = ssl.create_default_context(cafile=self.tls_ca_file)
-        return options
 
 
 async def ensure_stream(js: Any, config: JetStreamConfig) -> Any:
@@ -290,37 +201,50 @@ class JetStreamTransport(Transport):
         Raises:
             NatsUnavailableError: no server answered at all, or the budget is spent.
         """
-        loop = asyncio.get_running_loop()
-        started, tries = loop.time(), 0
-        error: BaseException
-        first_cause = ""
-        while True:
-            try:
-                js = await self._open()
-                ack = await self._publish_once(js, payload, headers)
-            except NatsUnavailableError as e:
-                if not self._reached:
-                    raise  # never reached NATS in this run: the outbox now, not in 30 s
-                error = e
-            except transient_faults() as e:
-                error = e
-            else:
-                if tries:
-                    self._retried[first_cause] = self._retried.get(first_cause, 0) + 1
-                    self._already_stored += bool(getattr(ack, "duplicate", False))
-                return
-            cause = cause_of(error, timeout=self.config.publish_timeout)
-            first_cause = first_cause or cause
+        clock = asyncio.get_running_loop().time
+        started, wait = clock(), exponential(0.1, 2.0)
+        causes: list[str] = []
+
+        def note(state: RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome else None
+            causes.append(cause_of(error or Exception(), timeout=self.config.publish_timeout))
+
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception(self._worth_another_try),
+            stop=within(started + self.config.retry_budget, clock, wait),
+            wait=wait,
+            before_sleep=note,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    ack = await self._publish_on_a_connection(payload, headers)
+        except tenacity.RetryError as e:
+            error = e.last_attempt.exception()
+            spent = clock() - started
+            cause = cause_of(error or e, timeout=self.config.publish_timeout)
+            raise NatsUnavailableError(
+                server=server_label(self.config.servers),
+                cause=f"{cause} (still after {spent:.0f} s of retries: retry_budget)",
+            ) from error
+        if causes:
+            self._retried[causes[0]] = self._retried.get(causes[0], 0) + 1
+            self._already_stored += bool(getattr(ack, "duplicate", False))
+
+    def _worth_another_try(self, error: BaseException) -> bool:
+        """A NATS fault once NATS was reached in this run (never reached: the outbox now)."""
+        if isinstance(error, NatsUnavailableError):
+            return self._reached
+        return isinstance(error, transient_faults())
+
+    async def _publish_on_a_connection(self, payload: bytes, headers: dict[str, str]) -> Any:
+        faults: tuple[type[BaseException], ...] = (NatsUnavailableError, *transient_faults())
+        try:
+            js = await self._open()
+            return await self._publish_once(js, payload, headers)
+        except faults:
             await self._drop_broken()
-            delay = min(0.1 * 2**tries, 2.0)
-            spent = loop.time() - started
-            if spent + delay > self.config.retry_budget:
-                raise NatsUnavailableError(
-                    server=server_label(self.config.servers),
-                    cause=f"{cause} (still after {spent:.0f} s of retries: retry_budget)",
-                ) from error
-            tries += 1
-            await asyncio.sleep(delay)
+            raise
 
     async def _publish_once(self, js: Any, payload: bytes, headers: dict[str, str]) -> Any:
         """The stream's ack; a connection that breaks meanwhile ends the wait at once."""

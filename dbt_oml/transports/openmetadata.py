@@ -12,11 +12,10 @@ dbt facets, the tables dbt-oml owns also get what OM's dbt ingestion shows (desc
 owners, the dbt tab, tests with a result per run: om.dbt_metadata), each part switchable.
 
 Every request of a run shares one retry budget (om.retry); once it is spent, the rest goes to the
-outbox at once. Undelivered events are kept: `openmetadata.jsonl` (retrying may help:
-`dbt-oml flush`) or `openmetadata.rejected.jsonl` (OM refused them for good: fix, then
-`dbt-oml replay FILE`), each with a line in `openmetadata.reasons.log`. The transport never logs
-an error itself: it records each cause once in `problems` for the caller's summary. Nothing
-dbt-specific lives here: everything comes from the events, so any producer can use it.
+outbox at once: `openmetadata.jsonl` (retrying may help: `dbt-oml flush`) or
+`openmetadata.rejected.jsonl` (OM refused them for good: fix, then `dbt-oml replay FILE`), each
+with a line in `openmetadata.reasons.log`. Causes are recorded once in `problems`, never logged
+here. Nothing is dbt-specific: everything comes from the events, so any producer can use it.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,32 +34,26 @@ from dbt_oml.delivery import outbox
 from dbt_oml.errors import DbtOmlError, TerminalDeliveryError
 from dbt_oml.events import serialize as event_json
 from dbt_oml.om.bootstrap import Bootstrap, BootstrapReport, ServiceMapping
-from dbt_oml.om.client import (
-    OpenMetadataClient,
-)
+from dbt_oml.om.client import OpenMetadataClient
 from dbt_oml.om.dbt_metadata import TABLE_FIELDS, DbtMetadata
 from dbt_oml.om.event_check import event_problem
 from dbt_oml.om.names import fqn
 from dbt_oml.om.prepare import Prepared, has_column_lineage, om_time, prepare
 from dbt_oml.om.retry import RetryBudget
-from dbt_oml.om.tables import TableRef, table_ref
+from dbt_oml.om.tables import table_ref
 from dbt_oml.redaction import redact
 from dbt_oml.transports.openmetadata_config import OpenMetadataConfig
+from dbt_oml.transports.openmetadata_outcome import (
+    Outcome,
+    holds_column_lineage,
+    outputs_of,
+    processed_by_om,
+    unresolved,
+)
 
 logger = logging.getLogger(__name__)
 #: OM's defaults when its settings cannot be read (ref §2.9): COMPLETE only, pipeline service.
 DEFAULT_SETTINGS: Mapping[str, Any] = {"defaultPipelineService": "openlineage"}
-
-
-@dataclass(slots=True)
-class Outcome:
-    """What became of each event of a `deliver` call (indexes into the events given)."""
-
-    delivered: list[int] = field(default_factory=list)
-    #: not taken now; retrying later may help (an input OM could not resolve yet)
-    kept: list[tuple[int, str]] = field(default_factory=list)
-    #: refused for good (OM's failedEvents, a 400 for this event alone, not a RunEvent)
-    rejected: list[tuple[int, str]] = field(default_factory=list)
 
 
 def om_event(event: Mapping[str, Any], *, copy_column_lineage: bool) -> dict[str, Any]:
@@ -140,7 +132,7 @@ class OpenMetadataTransport(Transport):
             return
         try:
             outcome = self.deliver(events)
-        except DbtOmlError as e:  # OM failing, or a token file that cannot be read: keep all
+        except DbtOmlError as e:  # OM failing, a secret that does not work, a bad name: keep all
             self._keep(events, str(e))
             return
         self.delivered += len(outcome.delivered)
@@ -210,7 +202,7 @@ class OpenMetadataTransport(Transport):
             else:
                 outcome.rejected.append((index, f"not an OpenLineage RunEvent: {problem}"))
         allowed = self._allowed_types()
-        processed = [i for i in valid if _processed_by_om(events[i], allowed)]
+        processed = [i for i in valid if processed_by_om(events[i], allowed)]
         outcome.delivered += [i for i in valid if i not in set(processed)]
         report = BootstrapReport()
         if processed and self.config.bootstrap:
@@ -245,7 +237,7 @@ class OpenMetadataTransport(Transport):
 
     def _protected(self, event: Mapping[str, Any], report: BootstrapReport) -> set[tuple[str, str]]:
         """Inputs whose edge OM holds column lineage for, which this event would erase."""
-        outputs = _outputs(event)
+        outputs = outputs_of(event)
         if self.config.allow_empty_column_lineage or all(has_column_lineage(o) for o in outputs):
             return set()
         guarded: set[tuple[str, str]] = set()
@@ -258,7 +250,7 @@ class OpenMetadataTransport(Transport):
             held = self._upstream_of(table)
             for dataset in event.get("inputs") or []:
                 source = table_ref(dataset)
-                if source is not None and _held(held, source, report):
+                if source is not None and holds_column_lineage(held, source, report):
                     guarded.add((str(dataset["namespace"]), str(dataset["name"])))
                     self.guarded.add(table)
         return guarded
@@ -320,7 +312,7 @@ class OpenMetadataTransport(Transport):
             if created >= plan.edges:
                 outcome.delivered.append(index)
             else:
-                why = _unresolved(plan.event, report)
+                why = unresolved(plan.event, report)
                 outcome.kept.append(
                     (index, f"OpenMetadata drew {created} of {plan.edges} lineage edge(s): {why}")
                 )
@@ -345,7 +337,7 @@ class OpenMetadataTransport(Transport):
 
     def _processed(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         allowed = self._allowed_types()
-        return [e for e in events if event_problem(e) is None and _processed_by_om(e, allowed)]
+        return [e for e in events if event_problem(e) is None and processed_by_om(e, allowed)]
 
     def _bootstrapper(self) -> Bootstrap:
         if self._bootstrap is None:
@@ -403,43 +395,6 @@ class OpenMetadataTransport(Transport):
                 len(self.guarded),
                 ", ".join(sorted(self.guarded)[:3]) + (", ..." if len(self.guarded) > 3 else ""),
             )
-
-
-def _processed_by_om(event: Mapping[str, Any], allowed: set[str]) -> bool:
-    """Whether OM would draw from this (valid) event: a kept type (missing = COMPLETE), outputs."""
-    return event.get("eventType", "COMPLETE") in allowed and bool(_outputs(event))
-
-
-def _outputs(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    outputs = event.get("outputs")
-    return [o for o in outputs if isinstance(o, Mapping)] if isinstance(outputs, list) else []
-
-
-def _held(held: Mapping[str, bool], source: TableRef, report: BootstrapReport) -> bool:
-    """Whether OM's edge from `source` carries column lineage (matched by service, or suffix)."""
-    service = report.services.get(source.namespace)
-    if service is not None:
-        return held.get(fqn(service, source.database, source.schema, source.table), False)
-    tail = "." + fqn(source.database, source.schema, source.table)
-    return any(has and name.endswith(tail) for name, has in held.items())
-
-
-def _unresolved(event: Mapping[str, Any], report: BootstrapReport) -> str:
-    missing = [
-        f"{d.get('namespace')}/{d.get('name')}"
-        for d in [*(event.get("inputs") or []), *(event.get("outputs") or [])]
-        if (d.get("namespace"), d.get("name")) not in report.ensured
-    ]
-    if missing:
-        return (
-            "it could not resolve "
-            + ", ".join(missing[:3])
-            + (" (no OpenMetadata service for them: map their namespace in `services`)")
-        )
-    return (
-        "it could not resolve every dataset (namespaceToServiceMapping names a service that is "
-        "not there, or spelled differently: OM 1.12 looks mapped names up exactly)"
-    )
 
 
 __all__ = ["OpenMetadataConfig", "OpenMetadataTransport", "Outcome", "om_event", "om_time"]

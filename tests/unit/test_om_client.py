@@ -9,7 +9,8 @@ import httpx2
 import pytest
 
 from dbt_oml.errors import (
-    ConfigError,
+    CredentialError,
+    DeliveryError,
     TerminalDeliveryError,
     TransientDeliveryError,
     UnreachableError,
@@ -68,10 +69,21 @@ def test_token_file_is_reread_after_a_401(om: FakeOpenMetadata, tmp_path: Path) 
     assert [r.status for r in om.requests] == [401, 403]  # the new token was accepted
 
 
-def test_token_file_missing_is_a_config_error(om: FakeOpenMetadata, tmp_path: Path) -> None:
-    with pytest.raises(ConfigError) as err:
+def test_token_file_missing_is_a_credential_error(om: FakeOpenMetadata, tmp_path: Path) -> None:
+    with pytest.raises(CredentialError) as err:
         client(om, TokenFile(tmp_path / "nope")).openlineage_settings()
     assert err.value.key == "jwt_token_file"
+    assert isinstance(err.value, DeliveryError)  # the transport keeps the events
+    assert om.requests == []
+
+
+def test_a_401_refreshes_once_then_stands(om: FakeOpenMetadata, tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("old-jwt\n")
+    with pytest.raises(CredentialError) as err:
+        client(om, TokenFile(token)).openlineage_settings()
+    assert [r.status for r in om.requests] == [401, 401]  # one fresh read, one retry, no more
+    assert "reissue" in err.value.hint
 
 
 def test_expired_token_says_what_to_do(om: FakeOpenMetadata) -> None:
