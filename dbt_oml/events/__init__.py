@@ -1,6 +1,8 @@
 """The event core: OpenLineage RunEvents for one dbt invocation, from its artifacts.
 
-`builder` (START/COMPLETE/FAIL per node and for the invocation), `quality` (dbt tests as
+`builder` (the entry points), `node_events` (EventBuilder: START/COMPLETE/FAIL/ABORT per
+node), `datasets` and `runs` (its datasets and runs halves), `invocation_events` (every event of
+an invocation, in time order), `quality` (dbt tests as
 data-quality events), `facets` and `node_facets` (standard and dbt-oml facets), `invocation` (the
 invocation's identity and what shapes events), `ids` (deterministic run ids), `serialize` (JSON in
 one pass).

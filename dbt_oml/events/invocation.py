@@ -34,7 +34,6 @@ class Invocation:
     command: str
     project_name: str
     profile_name: str | None = None
-    target_name: str | None = None
     dbt_version: str = "unknown"
     adapter_type: str = "duckdb"
     project_version: str | None = None

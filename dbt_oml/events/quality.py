@@ -20,7 +20,7 @@ from dbt_oml.artifacts import Node, NodeResult
 from dbt_oml.events import facets, node_facets
 
 if TYPE_CHECKING:
-    from dbt_oml.events.builder import EventBuilder
+    from dbt_oml.events.node_events import EventBuilder
 
 
 _FAILED = frozenset({"fail", "error"})

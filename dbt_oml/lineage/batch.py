@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from sqlglot.schema import MappingSchema
 
-from dbt_oml.artifacts import Column, Node, RunArtifacts
+from dbt_oml.artifacts import Column, Node, RunArtifacts, relation_parts
 from dbt_oml.lineage.model import (
     ENGINE_VERSION,
     ColumnEdge,
@@ -128,7 +128,7 @@ class _Tables:
     known: dict[str, tuple[Column, ...]] = field(default_factory=dict)
 
     def add(self, node: Node, columns: tuple[Column, ...]) -> None:
-        db, schema, table = node.database or "", node.schema or "", node.identifier or node.name
+        db, schema, table = relation_parts(node)
         self.tables.setdefault(db, {}).setdefault(schema, {})[table] = {
             c.name: (c.type or "UNKNOWN") for c in columns
         }
@@ -343,7 +343,7 @@ def _relations(artifacts: RunArtifacts, node: Node) -> list[str]:
 
 
 def _table_ref(node: Node) -> str:
-    parts = (node.database, node.schema, node.identifier or node.name)
+    parts = relation_parts(node)
     return ".".join('"' + p.replace('"', '""') + '"' for p in parts if p)
 
 

@@ -11,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from dbt_oml.artifacts import Column, Manifest, Node
+from dbt_oml.artifacts import (
+    Column,
+    Manifest,
+    Node,
+    RelationKey,
+    relation_key,
+    relation_parts,
+    relations_by_key,
+)
 from dbt_oml.lineage.filerefs import file_paths
 from dbt_oml.lineage.types import DIRECT, IDENTITY, ModelLineage, SourceColumn, Transformation
 
@@ -97,11 +105,7 @@ class ColumnGraph:
 
 
 def relation_text(node: Node) -> str:
-    return ".".join(p for p in (node.database, node.schema, node.identifier or node.name) if p)
-
-
-def _relation_key(catalog: str, schema: str, table: str) -> tuple[str, str, str]:
-    return (catalog.lower(), schema.lower(), table.lower())
+    return ".".join(p for p in relation_parts(node) if p)
 
 
 def file_id(path: str) -> str:
@@ -112,7 +116,7 @@ def file_id(path: str) -> str:
 class _Builder:
     manifest: Manifest
     graph: ColumnGraph = field(default_factory=ColumnGraph)
-    index: dict[tuple[str, str, str], Node] = field(default_factory=dict)
+    index: dict[RelationKey, Node] = field(default_factory=dict)
     columns: dict[str, dict[str, str]] = field(default_factory=dict)
     """node id -> lower-cased column -> spelling, in order of discovery."""
     extra: dict[str, GraphNode] = field(default_factory=dict)
@@ -130,7 +134,7 @@ class _Builder:
                 node_id, GraphNode(node_id, "file", source.table, source.table, ())
             )
             return node_id
-        node = self.index.get(_relation_key(source.catalog, source.schema, source.table))
+        node = self.index.get(relation_key(source.catalog, source.schema, source.table))
         if node is not None:
             return node.unique_id
         text = ".".join(p for p in (source.catalog, source.schema, source.table) if p)
@@ -187,30 +191,36 @@ def build_graph(
     >>> [(e.source, e.source_column) for e in g.upstream[("seed.p.s", "a")]]
     [('file:seeds/s.csv', 'a')]
     """
-    builder = _Builder(manifest)
-    opaque = opaque or {}
+    builder = _Builder(manifest, index=relations_by_key(manifest.nodes.values()))
     known = known or {}
     relations = [n for n in manifest.nodes.values() if n.is_relation]
     for node in relations:
-        builder.index[
-            _relation_key(node.database or "", node.schema or "", node.identifier or node.name)
-        ] = node
         builder.add_columns(node.unique_id, (c.name for c in known.get(node.unique_id, ())))
     for uid, lineage in models.items():
-        builder.add_columns(uid, (e.output for e in lineage.columns))
-        for column in lineage.columns:
-            for source, transforms in column.inputs:
-                builder.edge(
-                    Edge(builder.resolve(source), source.column, uid, column.output, transforms)
-                )
-        for source, transforms in lineage.dataset:
-            node_id = builder.resolve(source)
-            builder.add_columns(node_id, [source.column])
-            builder.graph.rows.setdefault((node_id, source.column.lower()), []).append(
-                RowsEdge(node_id, builder.spelled(node_id, source.column), uid, transforms)
-            )
+        _add_model(builder, uid, lineage)
     for node in relations:
         _leaf_files(builder, node)
+    _add_nodes(builder, relations, opaque or {})
+    return builder.graph
+
+
+def _add_model(builder: _Builder, uid: str, lineage: ModelLineage) -> None:
+    """A model's column edges and the rows edges of what filters or groups it."""
+    builder.add_columns(uid, (e.output for e in lineage.columns))
+    for column in lineage.columns:
+        for source, transforms in column.inputs:
+            edge = Edge(builder.resolve(source), source.column, uid, column.output, transforms)
+            builder.edge(edge)
+    for source, transforms in lineage.dataset:
+        node_id = builder.resolve(source)
+        builder.add_columns(node_id, [source.column])
+        builder.graph.rows.setdefault((node_id, source.column.lower()), []).append(
+            RowsEdge(node_id, builder.spelled(node_id, source.column), uid, transforms)
+        )
+
+
+def _add_nodes(builder: _Builder, relations: list[Node], opaque: Mapping[str, str]) -> None:
+    """The graph's nodes: the project's relations, then the files and unknown relations read."""
     for node in relations:
         builder.graph.nodes[node.unique_id] = GraphNode(
             id=node.unique_id,
@@ -221,7 +231,7 @@ def build_graph(
             opaque=opaque.get(node.unique_id),
             path=node.original_file_path,
             materialized=node.materialized,
-            depends_on=tuple(p.unique_id for p in manifest.relations_read(node)),
+            depends_on=tuple(p.unique_id for p in builder.manifest.relations_read(node)),
         )
     for node_id, extra in builder.extra.items():
         builder.graph.nodes[node_id] = GraphNode(
@@ -232,7 +242,6 @@ def build_graph(
             columns=tuple(builder.columns.get(node_id, {}).values()),
             path=extra.path,
         )
-    return builder.graph
 
 
 def _leaf_files(builder: _Builder, node: Node) -> None:

@@ -55,7 +55,6 @@ def _invocation(project: ResolvedProject, artifacts: RunArtifacts) -> Invocation
         project_name=artifacts.manifest.project_name or project.project_name,
         project_version=project.project_version,
         profile_name=project.profile_name,
-        target_name=project.target_name,
         dbt_version=results.dbt_version,
         adapter_type=project.adapter_type,
     )

@@ -204,7 +204,6 @@ def invocation_of(ctx: DbtContext) -> Invocation:
         project_name=ctx.project_name,
         project_version=ctx.project_version,
         profile_name=ctx.profile_name,
-        target_name=ctx.target_name,
         dbt_version=ctx.dbt_version,
         adapter_type=ctx.adapter_type,
     )

@@ -1,0 +1,159 @@
+"""The datasets of a node's events: its dataset, inputs (through ephemeral models, files the
+SQL reads) and output, with their facets, each built once per node.
+
+Pure: the mixin reads the manifest and catalog the EventBuilder holds; no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from openlineage.client.event_v2 import InputDataset, OutputDataset
+from openlineage.client.facet_v2 import DatasetFacet
+
+from dbt_oml.artifacts import (
+    Catalog,
+    Column,
+    Manifest,
+    Node,
+    RelationKey,
+    relation_key,
+    relations_by_key,
+)
+from dbt_oml.events import facets
+from dbt_oml.events.invocation import EventSettings, Invocation
+from dbt_oml.lineage.filerefs import file_dataset, file_paths
+from dbt_oml.lineage.model import SourceColumn
+from dbt_oml.namespaces import Namespaces
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetRef:
+    namespace: str
+    name: str
+
+
+class DatasetsMixin:
+    """The dataset half of EventBuilder (which declares these attributes as fields)."""
+
+    invocation: Invocation
+    namespaces: Namespaces
+    settings: EventSettings
+    manifest: Manifest
+    catalog: Catalog | None
+    _columns: dict[str, tuple[Column, ...]]
+    _relations: dict[RelationKey, Node] | None
+    _facets: dict[str, dict[str, DatasetFacet]]
+    _names: dict[str, dict[str, str]]
+
+    def dataset(self, node: Node) -> DatasetRef:
+        name = ".".join(p for p in (node.database, node.schema, node.identifier) if p)
+        return DatasetRef(self.namespaces.for_database(node.database), name)
+
+    def relation(self, catalog: str, schema: str, table: str) -> Node | None:
+        """The dbt node behind a relation the SQL names (case-insensitive, as DuckDB matches)."""
+        if self._relations is None:
+            self._relations = relations_by_key(self.manifest.nodes.values())
+        return self._relations.get(relation_key(catalog, schema, table))
+
+    def resolve(self, source: SourceColumn) -> tuple[str, str, str]:
+        """(namespace, dataset name, field) of a source column, named as the event's inputs are."""
+        if source.catalog == "file":
+            ref = file_dataset(source.table, cwd=self.settings.cwd)
+            return ref.namespace, ref.name, source.column
+        node = self.relation(source.catalog, source.schema, source.table)
+        if node is not None:
+            ds = self.dataset(node)
+            names = self._names.get(node.unique_id)
+            if names is None:
+                names = {}
+                for c in self.columns(node):
+                    names.setdefault(c.name.lower(), c.name)
+                self._names[node.unique_id] = names
+            return ds.namespace, ds.name, names.get(source.column.lower(), source.column)
+        name = ".".join(p for p in (source.catalog, source.schema, source.table) if p)
+        return self.namespaces.for_database(source.catalog), name, source.column
+
+    def columns(self, node: Node) -> tuple[Column, ...]:
+        cached = self._columns.get(node.unique_id)
+        if cached is None:
+            from_catalog = self.catalog.columns.get(node.unique_id) if self.catalog else None
+            cached = facets.merged_columns(node, from_catalog)
+            self._columns[node.unique_id] = cached
+        return cached
+
+    def upstream(self, node: Node) -> list[Node]:
+        """The relations a node reads, looking through ephemeral models to what they read."""
+        return self.manifest.relations_read(node)
+
+    def dataset_facets(self, node: Node) -> dict[str, DatasetFacet]:
+        """schema (and where it came from), dataSource, documentation and ownership."""
+        cached = self._facets.get(node.unique_id)
+        if cached is None:
+            cached = self._facets[node.unique_id] = self._dataset_facets(node)
+        return dict(cached)
+
+    def _dataset_facets(self, node: Node) -> dict[str, DatasetFacet]:
+        ref = self.dataset(node)
+        columns = self.columns(node)
+        out = facets.dataset_facets(
+            node=node,
+            namespace=ref.namespace,
+            name=ref.name,
+            columns=columns,
+            producer=self.settings.producer,
+        )
+        if columns:
+            from_catalog = bool(self.catalog and self.catalog.columns.get(node.unique_id))
+            out["dbt_oml_schema"] = facets.schema_source(
+                from_catalog=from_catalog, producer=self.settings.producer
+            )
+        return out
+
+    def input_dataset(self, node: Node) -> InputDataset:
+        ref = self.dataset(node)
+        return InputDataset(
+            namespace=ref.namespace,
+            name=ref.name,
+            facets=self.dataset_facets(node),
+        )
+
+    def inputs(self, node: Node, sql: str | None) -> list[InputDataset]:
+        out = [self.input_dataset(parent) for parent in self.upstream(node)]
+        paths = self._file_paths(sql) if sql else []
+        cwd = self.settings.cwd
+        if node.resource_type == "seed" and node.original_file_path:
+            paths, cwd = [node.original_file_path], self.settings.project_root or cwd
+        for path in paths:
+            ref = file_dataset(path, cwd=cwd)
+            out.append(self._plain_input(ref.namespace, ref.name))
+        return out
+
+    def _file_paths(self, sql: str) -> list[str]:
+        try:
+            return file_paths(sql, dialect=self.invocation.adapter_type)
+        except RecursionError:
+            return []  # SQL nested deeper than sqlglot can parse: the model keeps its other inputs
+
+    def _plain_input(self, namespace: str, name: str) -> InputDataset:
+        """An input that is not a dbt node (a file, a table the SQL names directly)."""
+        return InputDataset(
+            namespace=namespace,
+            name=name,
+            facets=facets.dataset_facets(
+                node=None,
+                namespace=namespace,
+                name=name,
+                columns=(),
+                producer=self.settings.producer,
+            ),
+        )
+
+    def output(self, node: Node, rows: int | None = None) -> OutputDataset:
+        ref = self.dataset(node)
+        return OutputDataset(
+            namespace=ref.namespace,
+            name=ref.name,
+            facets=self.dataset_facets(node),
+            outputFacets=facets.output_statistics(rows, self.settings.producer),
+        )

@@ -1,0 +1,169 @@
+"""The live pipeline (pipeline.live) driven as dbt drives it, without dbt: a DbtContext and
+NodeStarted callbacks into LiveEmitter, then `finish` with the bundled project's saved artifacts.
+START events go out while "dbt runs", the rest at the end, each run once; undelivered or
+unsendable events land in the outbox."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dbt_oml.artifacts import read_artifacts
+from dbt_oml.config import Settings, load_settings
+from dbt_oml.dbt.runner import DbtContext, NodeStarted
+from dbt_oml.delivery.emitter import read_outbox
+from dbt_oml.namespaces import CatalogSpec
+from dbt_oml.pipeline.live import LiveEmitter, finish
+from dbt_oml.pipeline.run_state import Report
+from tests.conftest import PROJECT
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "golden" / "artifacts"
+EVENTS = 90  # what `dbt-oml build` sent for this invocation
+MODEL = "model.jaffle_oml.stg_orders"
+PARENT = "dbt-run-jaffle_oml"
+_META = json.loads((ARTIFACTS / "run_results.json").read_text())["metadata"]
+INVOCATION = _META["invocation_id"]
+STARTED = datetime.fromisoformat(_META["invocation_started_at"].replace("Z", "+00:00"))
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    copy = tmp_path / "p"
+    shutil.copytree(PROJECT, copy, ignore=shutil.ignore_patterns("target", "*.duckdb", "logs"))
+    shutil.copytree(ARTIFACTS, copy / "target")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    return copy
+
+
+def _context(project: Path, **changes: Any) -> DbtContext:
+    context = DbtContext(
+        invocation_id=INVOCATION,
+        started_at=STARTED,
+        command="build",
+        project_name="jaffle_oml",
+        project_version="1.0.0",
+        project_root=project,
+        target_path=project / "target",
+        profiles_dir=str(project),
+        profile_name="jaffle_oml",
+        target_name="local",
+        adapter_type="duckdb",
+        dbt_version="1.11.16",
+        catalogs=(
+            CatalogSpec(alias="warehouse", type="duckdb", path="warehouse.duckdb"),
+            CatalogSpec(alias="crm", type="duckdb", path="crm.duckdb"),
+            CatalogSpec(alias="dw", type="duckdb", path="dw.duckdb"),
+        ),
+    )
+    return dataclasses.replace(context, **changes)
+
+
+def _settings(cwd: Path, **changes: Any) -> Settings:
+    return dataclasses.replace(load_settings(cli={}, environ={}, cwd=cwd, home=cwd), **changes)
+
+
+def _file(path: Path) -> dict[str, Any]:
+    return {"type": "file", "log_file_path": str(path), "append": True}
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _run(
+    project: Path, settings: Settings, *, context: DbtContext | None = None, artifacts: bool = True
+) -> tuple[LiveEmitter, list[int]]:
+    """What `dbt-oml build` does around dbt; returns the emitter and the file sizes (in events)
+    seen after each live callback."""
+    where = (settings.transport or {}).get("log_file_path")
+    events_file = Path(str(where)) if where and not Path(str(where)).is_dir() else None
+    seen: list[int] = []
+    live = LiveEmitter(settings, cwd=project.parent, report=Report())
+    context = context or _context(project)
+    live.on_invocation(context)
+    seen.append(len(_lines(events_file)) if events_file else 0)
+    model_start = STARTED + timedelta(seconds=1)
+    live.on_node_start(NodeStarted(unique_id=MODEL, started_at=model_start))
+    seen.append(len(_lines(events_file)) if events_file else 0)
+    finish(
+        live,
+        read_artifacts(context.target_path) if artifacts else None,
+        node_starts={MODEL: model_start},
+        ended_at=STARTED + timedelta(minutes=1),
+        error=None,
+    )
+    return live, seen
+
+
+def test_starts_go_out_live_and_every_run_is_sent_once(project: Path) -> None:
+    events_file = project.parent / "events.jsonl"
+    live, seen = _run(project, _settings(project.parent, transport=_file(events_file)))
+    assert seen == [1, 2]  # the parent START at once, the model's START when dbt starts it
+    sent = _lines(events_file)
+    assert (sent[0]["job"]["name"], sent[0]["eventType"]) == (PARENT, "START")
+    assert sent[1]["eventType"] == "START"
+    assert sent[1]["job"]["name"].endswith("stg_orders.build.run")
+    assert (sent[-1]["job"]["name"], sent[-1]["eventType"]) == (PARENT, "COMPLETE")
+    pairs = [(e["run"]["runId"], e["eventType"]) for e in sent]
+    assert len(pairs) == len(set(pairs)), "a run event was sent twice"
+    assert len(sent) == EVENTS
+    assert live.report.events_built == EVENTS
+    assert (live.report.delivery.delivered, live.report.delivery.failed) == (EVENTS, 0)
+    model_runs = [e for e in sent if e["run"]["runId"] == sent[1]["run"]["runId"]]
+    assert [e["eventType"] for e in model_runs] == ["START", "COMPLETE"]
+
+
+def test_undelivered_events_land_in_the_outbox(project: Path) -> None:
+    directory = project.parent / "not-a-file"
+    directory.mkdir()
+    live, _ = _run(project, _settings(project.parent, transport=_file(directory)))
+    outbox = project / "target" / "dbt_oml" / "outbox" / f"{INVOCATION}.jsonl"
+    assert live.report.delivery.outbox == outbox
+    assert (live.report.delivery.delivered, live.report.delivery.failed) == (0, EVENTS)
+    kept = read_outbox(outbox)
+    assert len(kept) == EVENTS
+    assert (kept[0].job.name, kept[0].eventType.value) == (PARENT, "START")
+
+
+def test_an_unusable_transport_keeps_every_event_and_dbt_goes_on(project: Path) -> None:
+    settings = _settings(project.parent, transport={"type": "no-such-transport"})
+    live, _ = _run(project, settings)
+    assert live.report.destination == "nowhere (transport not configured)"
+    outbox = project / "target" / "dbt_oml" / "outbox" / f"{INVOCATION}.jsonl"
+    assert len(read_outbox(outbox)) == EVENTS
+    assert live.report.delivery.delivered == 0
+
+
+def test_without_artifacts_only_the_invocation_run_is_ended(project: Path) -> None:
+    events_file = project.parent / "events.jsonl"
+    _run(project, _settings(project.parent, transport=_file(events_file)), artifacts=False)
+    sent = _lines(events_file)
+    kinds = [(e["job"]["name"].rsplit(".", 1)[-1], e["eventType"]) for e in sent]
+    # parent START, the model's live START, parent COMPLETE: no node end without artifacts
+    assert kinds == [(PARENT, "START"), ("run", "START"), (PARENT, "COMPLETE")]
+
+
+def test_a_manifest_of_another_invocation_is_not_used_for_live_starts(project: Path) -> None:
+    events_file = project.parent / "events.jsonl"
+    other = _context(project, invocation_id="00000000-0000-0000-0000-000000000000")
+    live, seen = _run(
+        project, _settings(project.parent, transport=_file(events_file)), context=other
+    )
+    assert seen == [1, 1]  # no live START for the model
+    assert any("live START events skipped" in p for p in live.report.problems)
+    # the model's START still goes out at the end, once
+    starts = [
+        e
+        for e in _lines(events_file)
+        if e["eventType"] == "START" and e["job"]["name"].endswith("stg_orders.build.run")
+    ]
+    assert len(starts) == 1
