@@ -22,15 +22,18 @@ demo: $(STAMP)
 	@echo "column lineage explorer: integration_project/target/lineage.html"
 	@echo "  open it: xdg-open integration_project/target/lineage.html   (macOS: open ...)"
 
-# The whole suite, lint included, as CI runs it.
+# The whole suite, lint included, as CI runs it. pytest runs on one xdist worker per core;
+# loadgroup keeps the tests on the shared PostgreSQL/MariaDB databases on one worker.
+PYTEST_WORKERS ?= auto
 test: $(STAMP)
 	$(BIN)/ruff check dbt_oml tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
+# The fast loop: no dbt, no servers, no nats-server.
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -m "not integration"
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not integration and not nats"
 
 lint: $(STAMP)
 	$(BIN)/ruff check dbt_oml tests benchmarks

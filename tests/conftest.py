@@ -31,6 +31,24 @@ RUN_STG_ORDERS = [
 ]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """xdist groups (`--dist loadgroup`): what must not run twice or side by side stays together.
+
+    - Tests on the shared PostgreSQL and MariaDB databases build the `servers` target into the
+      same schemas (test_secrets also creates and drops a user): one group, run in turn.
+    - A test using a module-scoped fixture (a dbt build, a nats-server) runs on the worker that
+      already paid for it: one group per module. Everything else is spread one test at a time.
+    """
+    for item in items:
+        if item.get_closest_marker("servers"):
+            item.add_marker(pytest.mark.xdist_group("servers"))
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else ()
+        if any(d[-1].scope == "module" for d in defs):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
 def pytest_report_header() -> list[str]:
     from importlib.metadata import version
 
@@ -74,7 +92,12 @@ def free_port() -> int:
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_ISOLATED_PREFIXES)}
+    # no PYTHONPATH: subprocesses must find dbt_oml (and dbt its plugin) through the install alone
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(_ISOLATED_PREFIXES) and k != "PYTHONPATH"
+    }
     env["DO_NOT_TRACK"] = "1"
     env.update(extra or {})
     return env
@@ -121,12 +144,11 @@ def run_plain_dbt(
 ) -> CliRun:
     """Run plain `dbt` (no wrapper) in a subprocess, where dbt finds dbt-oml's plugin.
 
-    dbt discovers plugins with pkgutil over sys.path; a setuptools editable install hides the
-    package behind an import hook, so the checkout goes on PYTHONPATH (a wheel needs nothing).
+    dbt discovers plugins with pkgutil over sys.path: the Makefile's editable install is a
+    `.pth` path entry (editable_mode=compat), so no PYTHONPATH is needed, as with a wheel.
     """
     dbt = str(Path(sys.executable).with_name("dbt"))
-    environ = clean_env({"PYTHONPATH": str(ROOT), **(env or {})})
-    return _run([dbt, *args], cwd, environ, timeout)
+    return _run([dbt, *args], cwd, clean_env(env), timeout)
 
 
 def copy_project(dest: Path) -> Path:
@@ -140,18 +162,49 @@ def project(tmp_path: Path) -> Path:
     return copy_project(tmp_path / "project")
 
 
+def _once_per_run(
+    tmp_path_factory: pytest.TempPathFactory, name: str, args: Sequence[str]
+) -> CliRun:
+    """`dbt-oml <args>` in a fresh copy of the project, once for all xdist workers of this run.
+
+    The first worker to get the lock runs it in the run's shared temp directory and records the
+    outcome; the others wait on the lock and read it. Tests only read the project it leaves.
+    """
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:  # not under xdist: this process only
+        return run_cli(args, cwd=copy_project(base / name / "project"))
+    shared = base.parent / name  # base is <run>/popen-gwN: its parent is shared by the workers
+    shared.mkdir(exist_ok=True)
+    record = shared / "run.json"
+    with (shared.parent / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not record.exists():
+            run = run_cli(args, cwd=copy_project(shared / "project"))
+            outcome = {"returncode": run.returncode, "stdout": run.stdout, "stderr": run.stderr}
+            record.write_text(json.dumps(outcome))
+    outcome = json.loads(record.read_text())
+    target = shared / "project" / "target"
+    return CliRun(
+        **outcome,
+        events=read_events(target / "openlineage" / "events.jsonl"),
+        project=shared / "project",
+        target=target,
+    )
+
+
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
     """`dbt-oml build` on the bundled project, local target: everything succeeds."""
-    proj = copy_project(tmp_path_factory.mktemp("built") / "project")
-    return run_cli(["build", "--profiles-dir", "."], cwd=proj)
+    return _once_per_run(tmp_path_factory, "built", ["build", "--profiles-dir", "."])
 
 
 @pytest.fixture(scope="session")
 def failed(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
     """`dbt-oml build` with the failing var: one model fails, its child is skipped."""
-    proj = copy_project(tmp_path_factory.mktemp("failed") / "project")
-    return run_cli(["build", "--profiles-dir", ".", "--vars", "{fail_model: true}"], cwd=proj)
+    args = ["build", "--profiles-dir", ".", "--vars", "{fail_model: true}"]
+    return _once_per_run(tmp_path_factory, "failed", args)
 
 
 @pytest.fixture

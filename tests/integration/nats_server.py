@@ -37,6 +37,7 @@ class Lines:
             with self._changed:
                 self.lines.append(line.rstrip("\n"))
                 self._changed.notify_all()
+        stream.close()  # the process is gone: no ResourceWarning when the pipe is collected
         with self._changed:
             self._closed = True
             self._changed.notify_all()

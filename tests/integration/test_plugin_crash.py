@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, clean_env, read_events, run_plain_dbt
+from tests.conftest import clean_env, read_events, run_plain_dbt
 from tests.integration.test_plugin import _scrub
 
 pytestmark = pytest.mark.integration
@@ -61,7 +61,7 @@ def model_completes(events: list[dict[str, Any]], project: Path) -> dict[str, st
 
 
 def test_sigkill_halfway_keeps_every_finished_models_complete(tmp_path: Path) -> None:
-    env = {"DBT_OML_PLUGIN": "1", "PYTHONPATH": str(ROOT)}
+    env = {"DBT_OML_PLUGIN": "1"}
     full_project = generate(tmp_path / "full" / "p", MODELS)
     full = run_plain_dbt(["build", "--profiles-dir", "."], cwd=full_project, env=env)
     assert full.returncode == 0, full.stderr[-2000:]

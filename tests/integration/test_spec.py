@@ -21,6 +21,8 @@ from tests.spec import SPEC, SpecValidator, facets
 
 pytestmark = [
     pytest.mark.integration,
+    # the first test's setup runs seven dbt commands (the `runs` fixture): more than the default
+    pytest.mark.timeout(900),
     pytest.mark.skipif(
         not SPEC.is_dir(), reason=f"OpenLineage JSON schemas not found at {SPEC} (../shared)"
     ),
@@ -49,7 +51,9 @@ def validator() -> SpecValidator:
 def scratch(built: CliRun, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the built project, warehouse included, for commands that need built tables."""
     dest = tmp_path_factory.mktemp("spec") / "project"
-    shutil.copytree(built.project, dest, ignore=shutil.ignore_patterns("logs", "*.wal"))
+    # the lineage cache is left out: another xdist worker may be writing it (built is shared)
+    ignore = shutil.ignore_patterns("logs", "*.wal", "lineage-cache")
+    shutil.copytree(built.project, dest, ignore=ignore)
     return dest
 
 
