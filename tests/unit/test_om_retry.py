@@ -1,0 +1,99 @@
+"""The run's retry budget (om.retry, on tenacity): backoff, the refused-connection rule, the breaker.
+
+A fake clock that the injected sleep advances: nothing here waits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from dbt_oml.errors import (
+    CredentialError,
+    TerminalDeliveryError,
+    TransientDeliveryError,
+    UnreachableError,
+)
+from dbt_oml.om.retry import UNREACHABLE_RETRIES, RetryBudget
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def failing(errors: list[Exception], result: str = "ok") -> tuple[Callable[[], str], list[int]]:
+    calls = [0]
+
+    def action() -> str:
+        calls[0] += 1
+        if errors:
+            raise errors.pop(0)
+        return result
+
+    return action, calls
+
+
+def budget(clock: Clock, seconds: float = 30.0) -> RetryBudget:
+    return RetryBudget(seconds, clock=clock, sleep=clock.sleep)
+
+
+def test_transient_failures_back_off_exponentially_then_succeed() -> None:
+    clock = Clock()
+    action, calls = failing([TransientDeliveryError(target="om", reason="503")] * 3)
+    assert budget(clock).call(action) == "ok"
+    assert (calls[0], clock.slept) == (4, [0.5, 1.0, 2.0])
+
+
+def test_a_refused_connection_gets_two_quick_retries_then_the_breaker_opens() -> None:
+    clock = Clock()
+    run = budget(clock)
+    refused = UnreachableError(target="om", reason="connection refused")
+    action, calls = failing([refused] * 10)
+    with pytest.raises(UnreachableError):
+        run.call(action)
+    assert calls[0] == UNREACHABLE_RETRIES + 1
+    assert sum(clock.slept) == pytest.approx(1.5)
+    again, later = failing([])
+    with pytest.raises(UnreachableError):  # open breaker: no call, no wait
+        run.call(again)
+    assert (later[0], sum(clock.slept)) == (0, pytest.approx(1.5))
+
+
+def test_the_budget_is_one_per_run_and_reset_gives_a_new_one() -> None:
+    clock = Clock()
+    run = budget(clock, seconds=2.0)
+    action, _ = failing([TransientDeliveryError(target="om", reason="503")] * 10)
+    with pytest.raises(TransientDeliveryError):
+        run.call(action)
+    assert clock.now <= 2.0  # never a wait past the budget
+    assert run.broken is not None
+    run.reset()
+    assert run.call(failing([])[0]) == "ok"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        TerminalDeliveryError(target="om", reason="400"),
+        CredentialError(key="jwt_token_file", target="/run/token", reason="cannot be read"),
+    ],
+)
+def test_what_retrying_cannot_fix_is_raised_at_once_and_leaves_the_breaker_closed(
+    error: Exception,
+) -> None:
+    clock = Clock()
+    run = budget(clock)
+    action, calls = failing([error])
+    with pytest.raises(type(error)):
+        run.call(action)
+    assert (calls[0], clock.slept, run.broken) == (1, [], None)
