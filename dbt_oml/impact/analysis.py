@@ -4,7 +4,7 @@ Pure: works on two builds of a project (a production `--state` and the current o
 artifacts already analysed into a column graph. Models whose compiled SQL changed (relations
 named by unique_id, so targets compare equal) have their columns compared: a column gone is
 removed, one with the same definition under a new name renamed, one whose definition differs
-changed (impact_sql). Every column, model (rows), dbt test and exposure downstream of a changed
+changed (impact.sql). Every column, model (rows), dbt test and exposure downstream of a changed
 column is listed with the path from it. Readers that are opaque now because they still read the
 old name keep their production lineage when their own SQL did not change.
 """

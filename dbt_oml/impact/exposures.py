@@ -1,6 +1,6 @@
 """dbt exposures (dashboards, notebooks, applications that use models) from manifest.json.
 
-Pure apart from reading the one file it is given; raw dicts stay here, like artifacts.py.
+Pure apart from reading the one file it is given; raw dicts stay here, like the artifacts package.
 """
 
 from __future__ import annotations

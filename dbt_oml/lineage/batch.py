@@ -1,9 +1,13 @@
 """Column lineage for every model of a run: schema assembly, dependency order, cache seam.
 
-Pure: the seed CSV headers and the cache are passed in. The schema used to expand `*` comes,
-best source first, from catalog.json; the analysed outputs of upstream models (models are analysed
-in dependency order); seed CSV headers; columns declared in YAML; and an optional extra lookup
-(the OpenMetadata transport's columns for relations dbt cannot introspect).
+No file or network I/O: the seed CSV headers and the cache are passed in. Not pure in one way:
+with `workers` > 1 on a large project it starts worker processes (`lineage.workers`, whose spawn
+sets up each worker's `__main__`); with one worker everything runs in this process.
+
+The schema used to expand `*` comes, best source first, from catalog.json; the analysed outputs
+of upstream models (models are analysed in dependency order); seed CSV headers; columns declared
+in YAML; and an optional extra lookup (the OpenMetadata transport's columns for relations dbt
+cannot introspect).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ ColumnLookup = Callable[[Node], tuple[Column, ...] | None]
 
 
 class LineageCache(Protocol):
-    """Content-addressed storage of analysed models (see lineage_cache.DiskCache)."""
+    """Content-addressed storage of analysed models (see lineage.cache.DiskCache)."""
 
     def get(self, key: str) -> ModelLineage | None: ...
     def put(self, key: str, value: ModelLineage) -> None: ...
@@ -192,62 +196,25 @@ def analyse_models(
     spelling) is what a catalog wider than the one given would have spelled first (the plugin
     analyses one model with the relations it reads, as a whole run's catalog would spell them).
     """
-    report = LineageReport()
     tables = _Tables()
     tables.case.update(spelling or {})
     for uid, columns in known_columns(artifacts, seed_headers=seed_headers, extra=extra).items():
         tables.add(artifacts.manifest.nodes[uid], columns)
-    schema = _LazySchema(tables, dialect)
-    external = file_sources(artifacts)
-    results = (
-        {r.unique_id: r for r in artifacts.run_results.results} if artifacts.run_results else {}
+    run = _Analysis(
+        artifacts=artifacts,
+        dialect=dialect,
+        default_catalog=default_catalog,
+        cache=cache,
+        analyse=analyse,
+        tables=tables,
+        schema=_LazySchema(tables, dialect),
+        own=_own_columns(artifacts),
     )
-    todo: list[tuple[Node, str, str]] = []
-    own = _own_columns(artifacts)
-    for node in _order(artifacts, wanted):
-        if node.materialized == "ephemeral":
-            continue  # inlined as a CTE into its readers
-        result = results.get(node.unique_id)
-        sql = (result.compiled_code if result else None) or node.compiled_code
-        if not sql:
-            report.opaque[node.unique_id] = "no compiled SQL in the artifacts"
-            continue
-        sql = read_as_relations(sql, external)
-        upstream = {p: tables.known[p] for p in _relations(artifacts, node) if p in tables.known}
-        key = _key(node, sql, dialect, upstream, own.get(node.unique_id, ()))
-        cached = cache.get(key) if cache is not None else None
-        if cached is not None:
-            report.cache_hits += 1
-            _record(report, tables, schema, node, cached)
-            continue
-        todo.append((node, sql, key))
+    todo = run.plan(wanted)
     total, finished = len(todo), 0
     independent = [t for t in todo if all(p in tables.known for p in _relations(artifacts, t[0]))]
     if workers > 1 and len(independent) >= PARALLEL_THRESHOLD:
-        done = analyse_parallel(
-            [(n.unique_id, sql) for n, sql, _ in independent],
-            tables=tables.tables,
-            case=tables.case,
-            dialect=dialect,
-            default_catalog=default_catalog,
-            workers=workers,
-            timeout=timeout,
-            analyse=analyse,
-            own_columns={
-                n.unique_id: own[n.unique_id] for n, _, _ in independent if n.unique_id in own
-            },
-        )
-        if not done:
-            independent = []  # the pool could not run here: everything goes serially below
-        for node, _, key in independent:
-            outcome = done[node.unique_id]
-            if isinstance(outcome, str):
-                report.opaque[node.unique_id] = outcome
-                continue
-            report.analysed += 1
-            if cache is not None:
-                cache.put(key, outcome)
-            _record(report, tables, schema, node, outcome)
+        done = run.parallel(independent, workers=workers, timeout=timeout)
         todo = [t for t in todo if t[0].unique_id not in done]
         finished = len(done)
         if progress is not None and done:
@@ -256,26 +223,98 @@ def analyse_models(
         finished += 1
         if progress is not None and finished % 50 == 0:
             progress(finished, total)
-        outcome = analyse(
-            sql,
-            schema=schema.get(),
-            dialect=dialect,
-            unique_id=node.unique_id,
-            default_catalog=default_catalog,
-            case=tables.case,
-            **({"own_columns": own[node.unique_id]} if node.unique_id in own else {}),
-        )
-        if isinstance(outcome, str):
-            report.opaque[node.unique_id] = outcome
-            continue
-        lineage = outcome
-        report.analysed += 1
-        if cache is not None:
-            cache.put(key, lineage)
-        _record(report, tables, schema, node, lineage)
+        run.done(node, key, run.one(node, sql))
     if cache is not None:
         cache.flush()
-    return report
+    return run.report
+
+
+#: A model to analyse: its node, SQL (files read as relations) and cache key.
+_Job = tuple[Node, str, str]
+
+
+@dataclass(slots=True, kw_only=True)
+class _Analysis:
+    """One `analyse_models` call: how it analyses a model, and what it has found so far."""
+
+    artifacts: RunArtifacts
+    dialect: str
+    default_catalog: str | None
+    cache: LineageCache | None
+    analyse: Analyse
+    tables: _Tables
+    schema: _LazySchema
+    own: dict[str, tuple[str, ...]]
+    report: LineageReport = field(default_factory=LineageReport)
+
+    def plan(self, wanted: set[str]) -> list[_Job]:
+        """The models to analyse, in dependency order; cached and SQL-less ones are settled."""
+        external = file_sources(self.artifacts)
+        run_results = self.artifacts.run_results
+        results = {r.unique_id: r for r in run_results.results} if run_results else {}
+        todo: list[_Job] = []
+        for node in _order(self.artifacts, wanted):
+            if node.materialized == "ephemeral":
+                continue  # inlined as a CTE into its readers
+            result = results.get(node.unique_id)
+            sql = (result.compiled_code if result else None) or node.compiled_code
+            if not sql:
+                self.report.opaque[node.unique_id] = "no compiled SQL in the artifacts"
+                continue
+            sql = read_as_relations(sql, external)
+            known = self.tables.known
+            upstream = {p: known[p] for p in _relations(self.artifacts, node) if p in known}
+            key = _key(node, sql, self.dialect, upstream, self.own.get(node.unique_id, ()))
+            cached = self.cache.get(key) if self.cache is not None else None
+            if cached is not None:
+                self.report.cache_hits += 1
+                _record(self.report, self.tables, self.schema, node, cached)
+                continue
+            todo.append((node, sql, key))
+        return todo
+
+    def parallel(self, jobs: list[_Job], *, workers: int, timeout: float) -> set[str]:
+        """Analyse jobs in worker processes; the unique_ids done ({} when no pool can start)."""
+        done = analyse_parallel(
+            [(n.unique_id, sql) for n, sql, _ in jobs],
+            tables=self.tables.tables,
+            case=self.tables.case,
+            dialect=self.dialect,
+            default_catalog=self.default_catalog,
+            workers=workers,
+            timeout=timeout,
+            analyse=self.analyse,
+            own_columns={
+                n.unique_id: self.own[n.unique_id] for n, _, _ in jobs if n.unique_id in self.own
+            },
+        )
+        if done:  # else the pool could not run here: everything goes serially
+            for node, _, key in jobs:
+                self.done(node, key, done[node.unique_id])
+        return set(done)
+
+    def one(self, node: Node, sql: str) -> ModelLineage | str:
+        """One model analysed in this process (a string: why it is opaque)."""
+        own = self.own.get(node.unique_id)
+        return self.analyse(
+            sql,
+            schema=self.schema.get(),
+            dialect=self.dialect,
+            unique_id=node.unique_id,
+            default_catalog=self.default_catalog,
+            case=self.tables.case,
+            **({"own_columns": own} if own is not None else {}),
+        )
+
+    def done(self, node: Node, key: str, outcome: ModelLineage | str) -> None:
+        """Record a model's outcome: opaque with its reason, or analysed (and cached)."""
+        if isinstance(outcome, str):
+            self.report.opaque[node.unique_id] = outcome
+            return
+        self.report.analysed += 1
+        if self.cache is not None:
+            self.cache.put(key, outcome)
+        _record(self.report, self.tables, self.schema, node, outcome)
 
 
 class _LazySchema:

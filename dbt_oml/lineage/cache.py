@@ -1,6 +1,6 @@
 """A content-addressed cache of analysed models on disk, so unchanged models are never re-analysed.
 
-The key (lineage_batch._key) covers the engine version, the compiled SQL and the columns of every
+The key (lineage.batch._key) covers the engine version, the compiled SQL and the columns of every
 upstream relation, so a hit is always the answer a fresh analysis would give. Corrupt or
 unreadable entries are treated as misses.
 

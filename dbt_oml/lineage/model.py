@@ -2,7 +2,7 @@
 
 Pure: no I/O, no environment, no logging setup. Per model the SQL is parsed once, qualified once
 against a MappingSchema (which expands `*`), scoped once, and every output column is traced in one
-walk with per-model memoisation. Before sqlglot qualifies columns, lineage_resolve applies DuckDB's
+walk with per-model memoisation. Before sqlglot qualifies columns, lineage.resolve applies DuckDB's
 own name resolution (struct paths, relations with unknown columns). The result is conservative: SQL
 that does not parse, an output `*` over a relation whose columns are unknown, or a reference that
 does not resolve or could belong to two relations raises LineageError and the caller keeps the
@@ -166,6 +166,27 @@ def column_lineage(
         raise LineageError(unique_id=unique_id, reason="Python model (no SQL to analyse)")
     if own_columns:  # its own columns as the catalog spells them
         case = {**(case or {}), **{c.lower(): c for c in own_columns}}
+    statement = _parse_one(sql, dialect=dialect, unique_id=unique_id)
+    original = [p.alias_or_name for p in _projections(statement)]
+    try:
+        qualified = _qualify(
+            statement,
+            schema=schema,
+            dialect=dialect,
+            default_catalog=default_catalog,
+            default_schema=default_schema,
+            own_columns=own_columns,
+            lowered=sql.lower(),
+        )
+        return _trace(qualified, original, case=case or {}, dialect=dialect, lowered=sql.lower())
+    except OpaqueError as e:
+        raise LineageError(unique_id=unique_id, reason=str(e)) from None
+    except SqlglotError as e:
+        raise LineageError(unique_id=unique_id, reason=_first_line(e)) from e
+
+
+def _parse_one(sql: str, *, dialect: str, unique_id: str) -> exp.Expr:
+    """The one statement of a model's SQL (anything else is a LineageError)."""
     try:
         parsed = sqlglot.parse(sql, read=dialect)
     except SqlglotError as e:
@@ -177,48 +198,67 @@ def column_lineage(
         raise LineageError(
             unique_id=unique_id, reason=f"{len(statements)} statements, expected one query"
         )
-    original = [p.alias_or_name for p in _projections(statements[0])]
-    try:
-        found = survey(statements[0])
-        qualified = qualify(
-            statements[0],
-            schema=schema,
-            dialect=dialect,
-            catalog=default_catalog,
-            db=default_schema,
-            qualify_columns=False,  # below, once DuckDB's own name resolution has been applied
-            validate_qualify_columns=False,
-            quote_identifiers=False,  # names are normalised already; quoting costs half of qualify
-            identify=False,
-        )
-        unqualify_file_scans(found)
-        if needs_resolution(found, schema):
-            resolve_names(qualified, schema=schema, own_columns=own_columns)
-        qualified = qualify_columns(qualified, schema)
-        lowered = sql.lower()
-        if "columns(" in lowered:
-            _expand_columns(qualified, schema)
-        root = build_scope(qualified)
-        if root is None:
-            raise OpaqueError(f"{type(qualified).__name__} is not a query")
-        projections = _projections(qualified)
-        if "pivot" in lowered and qualified.find(exp.Pivot) is not None:
-            raise OpaqueError("PIVOT/UNPIVOT is not supported")
-        if "*" in lowered and any(_unexpanded_star(p) for p in projections):
-            raise OpaqueError("`*` over a relation whose columns are unknown")
-        tracer = Tracer(root)
-        names = _restore_case(original, [p.alias_or_name for p in projections], case or {})
-        traced = [_freeze(tracer.output(root, p.alias_or_name), case or {}) for p in projections]
-        dataset = _freeze(tracer.dataset_inputs(), case or {})
-        generator = Dialect.get_or_raise(dialect).generator()
-        edges = [
-            ColumnEdge(output=name, inputs=inputs, expression=_text(projection, generator))
-            for projection, name, inputs in zip(projections, names, traced, strict=True)
-        ]
-    except OpaqueError as e:
-        raise LineageError(unique_id=unique_id, reason=str(e)) from None
-    except SqlglotError as e:
-        raise LineageError(unique_id=unique_id, reason=_first_line(e)) from e
+    return statements[0]
+
+
+def _qualify(
+    statement: exp.Expr,
+    *,
+    schema: MappingSchema,
+    dialect: str,
+    default_catalog: str | None,
+    default_schema: str | None,
+    own_columns: Sequence[str],
+    lowered: str,
+) -> exp.Expr:
+    """The statement with every table and column qualified, as DuckDB resolves names."""
+    found = survey(statement)
+    qualified = qualify(
+        statement,
+        schema=schema,
+        dialect=dialect,
+        catalog=default_catalog,
+        db=default_schema,
+        qualify_columns=False,  # below, once DuckDB's own name resolution has been applied
+        validate_qualify_columns=False,
+        quote_identifiers=False,  # names are normalised already; quoting costs half of qualify
+        identify=False,
+    )
+    unqualify_file_scans(found)
+    if needs_resolution(found, schema):
+        resolve_names(qualified, schema=schema, own_columns=own_columns)
+    qualified = qualify_columns(qualified, schema)
+    if "columns(" in lowered:
+        _expand_columns(qualified, schema)
+    return qualified
+
+
+def _trace(
+    qualified: exp.Expr,
+    original: list[str],
+    *,
+    case: Mapping[str, str],
+    dialect: str,
+    lowered: str,
+) -> ModelLineage:
+    """Every output column of a qualified query traced to its sources (OpaqueError if not)."""
+    root = build_scope(qualified)
+    if root is None:
+        raise OpaqueError(f"{type(qualified).__name__} is not a query")
+    projections = _projections(qualified)
+    if "pivot" in lowered and qualified.find(exp.Pivot) is not None:
+        raise OpaqueError("PIVOT/UNPIVOT is not supported")
+    if "*" in lowered and any(_unexpanded_star(p) for p in projections):
+        raise OpaqueError("`*` over a relation whose columns are unknown")
+    tracer = Tracer(root)
+    names = _restore_case(original, [p.alias_or_name for p in projections], case)
+    traced = [_freeze(tracer.output(root, p.alias_or_name), case) for p in projections]
+    dataset = _freeze(tracer.dataset_inputs(), case)
+    generator = Dialect.get_or_raise(dialect).generator()
+    edges = [
+        ColumnEdge(output=name, inputs=inputs, expression=_text(projection, generator))
+        for projection, name, inputs in zip(projections, names, traced, strict=True)
+    ]
     return ModelLineage(columns=tuple(edges), dataset=dataset)
 
 

@@ -128,7 +128,7 @@ def resolve_names(
 
     A `*` over a table-generating function becomes its columns, and the root select's `*` over
     one relation with unknown columns (a file) the model's `own_columns` (its catalog entry)
-    less its other projections (lineage_generated).
+    less its other projections (lineage.generated).
 
     Raises:
         OpaqueError: a name could belong to two relations, one with unknown columns; or an

@@ -1,7 +1,7 @@
 """`dbt-oml lineage`: a column's lineage as a tree, upstream to files and sources or downstream
 to every reader, and the project's column graph as one JSON document (the explorer's data too).
 
-Pure: takes the column graph (lineage_graph), returns plain data or text lines. The JSON shape
+Pure: takes the column graph (lineage.graph), returns plain data or text lines. The JSON shape
 (`document`, version 1) is documented in the README ("Column lineage") and kept stable:
 new keys may be added, none renamed or removed.
 """

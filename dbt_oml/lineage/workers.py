@@ -4,6 +4,10 @@ Hostile SQL (2,000 nested parentheses raise RecursionError in sqlglot) or a bug 
 costs only that model its column lineage: it becomes opaque with the reason. In worker
 processes each model also has a time limit, and a worker that stops answering (a hang no signal
 interrupts, a crash) is stopped; its models become opaque and the run goes on.
+
+The engine's one process seam, so not pure: it spawns worker processes, and while they start it
+swaps `sys.modules["__main__"]` for a bare module (restored at once), so that spawn does not
+re-import the parent's `__main__`.
 """
 
 from __future__ import annotations
