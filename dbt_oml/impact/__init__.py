@@ -1,4 +1,5 @@
-"""`dbt-oml impact`'s analysis: what downstream reads given columns (`analysis`), what a
+"""`dbt-oml impact`'s analysis: what downstream reads given columns (`analysis`), which models
+and columns changed between two builds (`compare`), what it finds (`findings`), what a
 model's column computes across two builds (`sql`), the exposures that use models (`exposures`)
 and the report for people and machines (`report`).
 

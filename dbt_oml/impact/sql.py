@@ -18,7 +18,7 @@ from sqlglot.lineage import Node as LineageNode
 from sqlglot.lineage import lineage
 from sqlglot.schema import MappingSchema
 
-from dbt_oml.artifacts import Manifest, Node
+from dbt_oml.artifacts import Manifest, Node, RelationKey, relations_by_key
 
 #: (relation key: lower-cased catalog, schema, table) -> dbt unique_id
 RelationIndex = Mapping[tuple[str, str, str], str]
@@ -26,23 +26,15 @@ RelationIndex = Mapping[tuple[str, str, str], str]
 Renames = Mapping[tuple[str, str], str]
 
 
-def relation_index(manifest: Manifest) -> dict[tuple[str, str, str], str]:
-    """Every relation of a manifest by its lower-cased (catalog, schema, table)."""
-    return {
-        (
-            (n.database or "").lower(),
-            (n.schema or "").lower(),
-            (n.identifier or n.name).lower(),
-        ): n.unique_id
-        for n in manifest.nodes.values()
-        if n.is_relation
-    }
+def relation_index(manifest: Manifest) -> dict[RelationKey, str]:
+    """Every relation of a manifest (its unique_id) by its lower-cased (catalog, schema, table)."""
+    return {key: n.unique_id for key, n in relations_by_key(manifest.nodes.values()).items()}
 
 
 def normalized_sql(node: Node, manifest: Manifest, sql: str | None = None) -> str:
     """The compiled SQL with each relation it reads named by unique_id, whitespace collapsed.
 
-    >>> from dbt_oml.artifacts import Manifest, Node
+    >>> from dbt_oml.artifacts import Manifest, Node, RelationKey, relations_by_key
     >>> src = Node(unique_id="source.p.s.t", resource_type="source", name="t", package_name="p",
     ...            database="prod", schema="raw", identifier="t", relation_name='"prod"."raw"."t"')
     >>> m = Node(unique_id="model.p.m", resource_type="model", name="m", package_name="p",

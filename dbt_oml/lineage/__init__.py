@@ -1,7 +1,9 @@
 """The column-lineage engine, with sqlglot: one compiled model's lineage (`model`: parse and
-qualify, `walk` over its scopes, `resolve` DuckDB's name rules, `structs`, `generated`), the
+qualify, `survey` of the parsed tree, `walk` over its scopes, `resolve` DuckDB's name rules with
+`scopes` helpers, `structs`, `generated`), the
 value `types` and how transformations compose, a run's worth of models (`batch`, bounded worker
-processes in `workers`, a content-addressed on-disk `cache`), file references in SQL
+processes in `workers`, a content-addressed on-disk `cache` of
+`codec` JSON), file references in SQL
 (`filerefs`), and the project's column graph and its views (`graph`, `view`).
 
 Must not import dbt, DuckDB, httpx2, NATS, events, delivery, transports, OpenMetadata, the

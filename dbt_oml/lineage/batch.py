@@ -17,17 +17,14 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from sqlglot.schema import MappingSchema
 
 from dbt_oml.artifacts import Column, Node, RunArtifacts, relation_parts
 from dbt_oml.lineage.model import (
     ENGINE_VERSION,
-    ColumnEdge,
     ModelLineage,
-    SourceColumn,
-    Transformation,
     build_schema,
 )
 from dbt_oml.lineage.workers import MODEL_TIMEOUT, Analyse, analyse_one, analyse_parallel
@@ -384,37 +381,3 @@ def _relations(artifacts: RunArtifacts, node: Node) -> list[str]:
 def _table_ref(node: Node) -> str:
     parts = relation_parts(node)
     return ".".join('"' + p.replace('"', '""') + '"' for p in parts if p)
-
-
-def lineage_to_json(value: ModelLineage) -> str:
-    """Compact JSON: distinct sources and transformations once, edges as indexes into them."""
-    sources: dict[SourceColumn, int] = {}
-    transforms: dict[Transformation, int] = {}
-
-    def pairs(items: tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]) -> list[Any]:
-        return [
-            [
-                sources.setdefault(s, len(sources)),
-                [transforms.setdefault(t, len(transforms)) for t in ts],
-            ]
-            for s, ts in items
-        ]
-
-    columns = [[e.output, e.expression, pairs(e.inputs)] for e in value.columns]
-    dataset = pairs(value.dataset)
-    doc = {"s": list(sources), "t": list(transforms), "c": columns, "d": dataset}
-    return json.dumps(doc, separators=(",", ":"))
-
-
-def lineage_from_json(text: str) -> ModelLineage:
-    doc = json.loads(text)
-    sources = [SourceColumn._make(s) for s in doc["s"]]
-    transforms = [Transformation._make(t) for t in doc["t"]]
-
-    def pairs(items: list[Any]) -> tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]:
-        return tuple((sources[s], tuple([transforms[t] for t in ts])) for s, ts in items)
-
-    return ModelLineage(
-        columns=tuple(ColumnEdge(output=o, inputs=pairs(i), expression=x) for o, x, i in doc["c"]),
-        dataset=pairs(doc["d"]),
-    )

@@ -18,7 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from dbt_oml.lineage.batch import lineage_from_json, lineage_to_json
+from dbt_oml.lineage.codec import lineage_from_json, lineage_to_json
 from dbt_oml.lineage.types import ModelLineage
 
 logger = logging.getLogger(__name__)

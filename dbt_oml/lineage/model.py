@@ -26,12 +26,8 @@ from sqlglot.optimizer.scope import build_scope
 from sqlglot.schema import MappingSchema
 
 from dbt_oml.errors import LineageError
-from dbt_oml.lineage.resolve import (
-    needs_resolution,
-    resolve_names,
-    survey,
-    unqualify_file_scans,
-)
+from dbt_oml.lineage.resolve import resolve_names
+from dbt_oml.lineage.survey import needs_resolution, survey, unqualify_file_scans
 from dbt_oml.lineage.types import (
     DIRECT,
     INDIRECT,

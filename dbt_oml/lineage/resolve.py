@@ -8,10 +8,8 @@ both hold raises OpaqueError.
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final, TypeGuard
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -19,6 +17,18 @@ from sqlglot.optimizer.scope import Scope, build_scope
 from sqlglot.schema import MappingSchema
 
 from dbt_oml.lineage.generated import expand_star, generated_columns, is_generated
+from dbt_oml.lineage.scopes import (
+    Level,
+    Source,
+    binding_levels,
+    column_of,
+    column_parts,
+    is_star,
+    is_struct_star,
+    requalify,
+    scope_columns,
+    scope_output_names,
+)
 from dbt_oml.lineage.structs import (
     element_type,
     field_type,
@@ -26,93 +36,8 @@ from dbt_oml.lineage.structs import (
     type_of,
     unnest_columns,
 )
+from dbt_oml.lineage.survey import FILE_SCAN, column_names
 from dbt_oml.lineage.types import OpaqueError
-
-#: Marks a `from 'path'` table (DuckDB's replacement scan) before sqlglot qualifies tables.
-FILE_SCAN: Final = "dbt_oml_file_scan"
-Source = exp.Table | Scope
-Level = list[tuple[str, Source]]
-
-
-def is_file_name(name: str) -> bool:
-    """Whether a one-part table name is a path DuckDB reads as a file (a replacement scan)."""
-    return "/" in name or "://" in name or "." in name
-
-
-@dataclass(frozen=True, slots=True)
-class Survey:
-    """What one walk over a parsed query found, before sqlglot qualifies its tables."""
-
-    tables: list[exp.Table]
-    file_scans: list[exp.Table]
-    ctes: frozenset[str]
-    struct_syntax: bool
-    """Deep dotted names, `x.*` on a non-relation, or UNNEST: sqlglot needs help with those."""
-
-
-def survey(tree: exp.Expr) -> Survey:
-    """One walk: tables, file scans (`from 'data/x.parquet'`, marked and given DuckDB's alias,
-    the file's stem) and struct syntax."""
-    tables: list[exp.Table] = []
-    files: list[exp.Table] = []
-    ctes: set[str] = set()
-    aliases: set[str] = set()
-    suspects: list[exp.Column] = []
-    explode = False
-    for node in tree.walk():
-        if isinstance(node, exp.Table):
-            tables.append(node)
-            aliases.add(node.alias_or_name)
-            if (
-                isinstance(node.this, exp.Identifier)
-                and not node.args.get("db")
-                and is_file_name(node.name)
-            ):
-                files.append(node)
-                node.meta[FILE_SCAN] = True
-                if not node.alias:
-                    stem = posixpath.basename(node.name.rstrip("/")).split(".")[0] or node.name
-                    node.set("alias", exp.TableAlias(this=exp.to_identifier(stem)))
-                    aliases.add(stem)
-        elif isinstance(node, exp.CTE | exp.Subquery):
-            ctes.add(node.alias_or_name)
-        elif isinstance(node, exp.Explode):
-            explode = True
-        elif isinstance(node, exp.Column) and (
-            node.args.get("db") or (isinstance(node.this, exp.Star) and node.table)
-        ):
-            suspects.append(node)
-    deep = any(c.table not in aliases and c.table not in ctes for c in suspects)
-    return Survey(tables, files, frozenset(ctes), explode or deep)
-
-
-def unqualify_file_scans(found: Survey) -> None:
-    """Undo the default catalog and schema sqlglot gives every table, for file scans."""
-    for table in found.file_scans:
-        table.set("db", None)
-        table.set("catalog", None)
-
-
-def needs_resolution(found: Survey, schema: MappingSchema) -> bool:
-    """Does the query read a relation with unknown columns, or use struct syntax sqlglot does
-    not resolve by itself?"""
-    if found.struct_syntax or found.file_scans:
-        return True
-    for table in found.tables:
-        if isinstance(table.this, exp.Func):
-            return True
-        if not table.args.get("db") and table.name in found.ctes:
-            continue
-        if not _names(schema, table):
-            return True
-    return False
-
-
-def _names(schema: MappingSchema, table: exp.Table) -> list[str]:
-    try:
-        return schema.column_names(table)
-    except SqlglotError:
-        return []
 
 
 def resolve_names(
@@ -168,7 +93,7 @@ class _Resolver:
             if generated is not None:
                 found = frozenset(generated)
             else:
-                found = frozenset() if unknown else frozenset(_names(self.schema, table))
+                found = frozenset() if unknown else frozenset(column_names(self.schema, table))
             self._columns[id(table)] = found
         return found
 
@@ -209,7 +134,7 @@ class _Resolver:
             return True
         if isinstance(source, exp.Table):
             return name in self.table_columns(source)
-        return name in _output_names(source)
+        return name in scope_output_names(source)
 
     # -- binding -----------------------------------------------------------------------------
 
@@ -217,7 +142,7 @@ class _Resolver:
         """The relation a dotted name starts with, DuckDB's way: the longest prefix that names a
         relation in scope (catalog.schema.table, schema.table, then alias); None for a column."""
         names = [p.name for p in parts]
-        for level in _levels(scope):
+        for level in binding_levels(scope):
             for size in (3, 2):
                 if len(names) <= size:
                     continue
@@ -241,16 +166,16 @@ class _Resolver:
     # -- readers first: attribution and learned stars ----------------------------------------
 
     def attribute(self, scope: Scope) -> None:
-        levels = _levels(scope)
+        levels = binding_levels(scope)
         any_unknown = any(self.unknown(s) or is_generated(s) for level in levels for _, s in level)
-        for column in _own_columns(scope):
-            parts = _parts(column)
+        for column in scope_columns(scope):
+            parts = column_parts(column)
             bound = self.bind(scope, parts)
             if bound is not None:
                 alias, source, size = bound
                 self.need(source, parts[size])
                 if size > 1 or len(parts) > 2:
-                    _requalify(column, alias, parts[size], parts[size + 1 :])
+                    requalify(column, alias, parts[size], parts[size + 1 :])
                 continue
             if any_unknown:
                 self._attribute_name(scope, column, parts, levels)
@@ -281,7 +206,7 @@ class _Resolver:
                 holders = found
                 if len(found) == 1 and not self.unknown(found[0][1]):
                     if is_generated(found[0][1]):  # sqlglot does not know a function's columns
-                        _requalify(column, found[0][0], parts[0], parts[1:])
+                        requalify(column, found[0][0], parts[0], parts[1:])
                     return  # a column of a known relation: sqlglot binds it
             elif found:
                 holders += found
@@ -298,7 +223,7 @@ class _Resolver:
             return  # an outer relation: sqlglot refuses to correlate through unknown columns
         self._check_select_alias(scope, column, name, alias)
         self.need(source, parts[0])
-        _requalify(column, alias, parts[0], parts[1:])
+        requalify(column, alias, parts[0], parts[1:])
 
     def _check_select_alias(self, scope: Scope, column: exp.Column, name: str, alias: str) -> None:
         """DuckDB binds a relation's column before a select alias of the same name; with the
@@ -332,7 +257,7 @@ class _Resolver:
             or not self.is_open(scope)
         ):
             return
-        stars = [p for p in select.expressions if _is_star(p)]
+        stars = [p for p in select.expressions if is_star(p)]
         if len(stars) != 1:
             return
         star = stars[0]
@@ -389,8 +314,8 @@ class _Resolver:
             if isinstance(bare, exp.Explode):
                 kind = self.type_of(scope, bare.this)
                 expanded = unnest_columns(bare, kind, aliased=bare is not projection)
-            elif _is_struct_star(bare, scope):
-                struct = _column_of([p for p in bare.parts if isinstance(p, exp.Identifier)])
+            elif is_struct_star(bare, scope):
+                struct = column_of([p for p in bare.parts if isinstance(p, exp.Identifier)])
                 expanded = struct_star_columns(struct, self.type_of(scope, struct))
             if expanded is None:
                 projections.append(projection)
@@ -405,7 +330,7 @@ class _Resolver:
 
     def type_of(self, scope: Scope, node: exp.Expr) -> exp.DataType | None:
         """The type of an expression over the scope's relations, where known (STRUCT paths)."""
-        return type_of(node, lambda column: self._column_type(scope, _parts(column)))
+        return type_of(node, lambda column: self._column_type(scope, column_parts(column)))
 
     def _column_type(self, scope: Scope, parts: list[exp.Identifier]) -> exp.DataType | None:
         bound = self.bind(scope, parts)
@@ -413,7 +338,7 @@ class _Resolver:
             _, source, size = bound
         else:
             size = 0
-            holders = [s for level in _levels(scope)[:1] for _, s in level]
+            holders = [s for level in binding_levels(scope)[:1] for _, s in level]
             known = [s for s in holders if not self.unknown(s) and self.holds(s, parts[0].name)]
             if len(known) != 1 or any(self.unknown(s) for s in holders):
                 return None
@@ -462,63 +387,3 @@ class _Resolver:
                 if projection.alias_or_name == name:
                     return self.type_of(scope, projection.unalias())
         return None
-
-
-def _levels(scope: Scope) -> list[Level]:
-    """The relations a name can bind to, innermost first (outer ones for correlated scopes)."""
-    levels: list[Level] = []
-    current: Scope | None = scope
-    while current is not None:
-        levels.append([(alias, source) for alias, (_, source) in current.selected_sources.items()])
-        current = current.parent if current.can_be_correlated else None
-    return levels
-
-
-def _own_columns(scope: Scope) -> list[exp.Column]:
-    index = scope.column_index
-    return [c for c in scope.columns if id(c) in index and not isinstance(c.this, exp.Star)]
-
-
-def _output_names(scope: Scope) -> set[str]:
-    expression = scope.expression
-    if isinstance(expression, exp.Unnest):
-        alias = expression.args.get("alias")
-        return {c.name for c in alias.columns} if isinstance(alias, exp.TableAlias) else set()
-    while isinstance(expression, exp.SetOperation):
-        expression = expression.this
-        while isinstance(expression, exp.Subquery):
-            expression = expression.this
-    if isinstance(expression, exp.Query):
-        return set(expression.named_selects)
-    return set()
-
-
-def _parts(column: exp.Column) -> list[exp.Identifier]:
-    return [p for p in column.parts if isinstance(p, exp.Identifier)]
-
-
-def _requalify(
-    column: exp.Column, alias: str, root: exp.Identifier, fields: list[exp.Identifier]
-) -> None:
-    """`root.f1.f2` of relation `alias` in sqlglot's form: Dot(Dot(alias.root, f1), f2)."""
-    qualified = exp.column(root.copy(), table=exp.to_identifier(alias))
-    column.replace(exp.Dot.build([qualified, *(f.copy() for f in fields)]) if fields else qualified)
-
-
-def _column_of(parts: list[exp.Identifier]) -> exp.Column:
-    """A Column from its dotted parts (at most catalog.db.table.column)."""
-    names = ("this", "table", "db", "catalog")
-    return exp.Column(**{k: p.copy() for k, p in zip(names, reversed(parts[-4:]), strict=False)})
-
-
-def _is_star(projection: exp.Expr) -> bool:
-    return isinstance(projection, exp.Star) or (
-        isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star)
-    )
-
-
-def _is_struct_star(node: exp.Expr, scope: Scope) -> TypeGuard[exp.Column]:
-    """`s.*` where `s` is a STRUCT column, not a relation (DuckDB expands it to the fields)."""
-    if not (isinstance(node, exp.Column) and isinstance(node.this, exp.Star) and node.table):
-        return False
-    return all(node.table != alias for level in _levels(scope) for alias, _ in level)

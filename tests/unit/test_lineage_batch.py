@@ -10,11 +10,10 @@ from dbt_oml.lineage.batch import (
     analyse_models,
     file_sources,
     known_columns,
-    lineage_from_json,
-    lineage_to_json,
     read_as_relations,
 )
 from dbt_oml.lineage.cache import DiskCache
+from dbt_oml.lineage.codec import lineage_from_json, lineage_to_json
 from dbt_oml.pipeline.lineage import prune_cache
 
 MODELS = {

@@ -1,0 +1,45 @@
+"""A ModelLineage as compact JSON and back (the disk cache's entries).
+
+Pure: distinct sources and transformations are written once, edges as indexes into them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from dbt_oml.lineage.types import ColumnEdge, ModelLineage, SourceColumn, Transformation
+
+
+def lineage_to_json(value: ModelLineage) -> str:
+    """Compact JSON: distinct sources and transformations once, edges as indexes into them."""
+    sources: dict[SourceColumn, int] = {}
+    transforms: dict[Transformation, int] = {}
+
+    def pairs(items: tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]) -> list[Any]:
+        return [
+            [
+                sources.setdefault(s, len(sources)),
+                [transforms.setdefault(t, len(transforms)) for t in ts],
+            ]
+            for s, ts in items
+        ]
+
+    columns = [[e.output, e.expression, pairs(e.inputs)] for e in value.columns]
+    dataset = pairs(value.dataset)
+    doc = {"s": list(sources), "t": list(transforms), "c": columns, "d": dataset}
+    return json.dumps(doc, separators=(",", ":"))
+
+
+def lineage_from_json(text: str) -> ModelLineage:
+    doc = json.loads(text)
+    sources = [SourceColumn._make(s) for s in doc["s"]]
+    transforms = [Transformation._make(t) for t in doc["t"]]
+
+    def pairs(items: list[Any]) -> tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]:
+        return tuple((sources[s], tuple([transforms[t] for t in ts])) for s, ts in items)
+
+    return ModelLineage(
+        columns=tuple(ColumnEdge(output=o, inputs=pairs(i), expression=x) for o, x, i in doc["c"]),
+        dataset=pairs(doc["d"]),
+    )
