@@ -60,7 +60,8 @@ ENGINE_VERSION: Final = "4"
 _PYTHON_MODEL: Final = re.compile(r"^\s*def\s+model\s*\(\s*dbt\s*,", re.MULTILINE)
 
 
-def _schema_case(schema: Mapping[str, object]) -> dict[str, str]:
+def schema_case(schema: Mapping[str, object]) -> dict[str, str]:
+    """lower-case -> original spelling of every catalog, schema, table and column name."""
     out: dict[str, str] = {}
 
     def walk(node: object) -> None:
@@ -306,8 +307,3 @@ def _freeze(
 def _first_line(error: Exception) -> str:
     text = str(error).strip().splitlines()
     return text[0][:200] if text else type(error).__name__
-
-
-def schema_case(tables: Mapping[str, object]) -> dict[str, str]:
-    """lower-case -> original spelling of every catalog, schema, table and column name."""
-    return _schema_case(tables)
