@@ -22,14 +22,16 @@ demo: $(STAMP)
 	@echo "column lineage explorer: integration_project/target/lineage.html"
 	@echo "  open it: xdg-open integration_project/target/lineage.html   (macOS: open ...)"
 
-# The whole suite, lint included, as CI runs it. pytest runs on one xdist worker per core;
-# loadgroup keeps the tests on the shared PostgreSQL/MariaDB databases on one worker.
+# The whole suite, lint included, as CI runs it. pytest runs on one xdist worker per core, a
+# test file per worker (loadfile: a module's dbt builds are paid once); the tests on the shared
+# PostgreSQL/MariaDB schemas (marker `servers`) run afterwards, in turn.
 PYTEST_WORKERS ?= auto
 test: $(STAMP)
 	$(BIN)/ruff check dbt_oml tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not servers"
+	$(BIN)/python -m pytest -m servers
 
 # The fast loop: no dbt, no servers, no nats-server.
 test-unit: $(STAMP)

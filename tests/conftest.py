@@ -31,24 +31,6 @@ RUN_STG_ORDERS = [
 ]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """xdist groups (`--dist loadgroup`): what must not run twice or side by side stays together.
-
-    - Tests on the shared PostgreSQL and MariaDB databases build the `servers` target into the
-      same schemas (test_secrets also creates and drops a user): one group, run in turn.
-    - A test using a module-scoped fixture (a dbt build, a nats-server) runs on the worker that
-      already paid for it: one group per module. Everything else is spread one test at a time.
-    """
-    for item in items:
-        if item.get_closest_marker("servers"):
-            item.add_marker(pytest.mark.xdist_group("servers"))
-            continue
-        info = getattr(item, "_fixtureinfo", None)
-        defs = info.name2fixturedefs.values() if info is not None else ()
-        if any(d[-1].scope == "module" for d in defs):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-
-
 def pytest_report_header() -> list[str]:
     from importlib.metadata import version
 
