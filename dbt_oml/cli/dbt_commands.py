@@ -110,7 +110,7 @@ def _run(dbt_args: tuple[str, ...], **_: object) -> int:
 
 def _outcome(report: Any, settings: Any) -> int:
     if report.dbt_return_code is not None and (report.events_built or settings.dry_run):
-        print_summary(report, dry_run=settings.dry_run, settings=settings)
+        print_summary(report, dry_run=settings.dry_run)
     elif report.dbt_return_code == ExitCode.DBT_ERROR and report.dbt_error:
         say(f"dbt: {report.dbt_error}")  # in-process dbt does not print these
     for problem in report.problems:

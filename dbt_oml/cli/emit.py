@@ -51,7 +51,7 @@ def _target_path(opts: dict[str, Any]) -> Path:
 
 
 def _finish(report: Report, settings: Settings) -> int:
-    print_summary(report, dry_run=settings.dry_run, settings=settings)
+    print_summary(report, dry_run=settings.dry_run)
     for problem in report.problems:
         logger.warning("%s", problem)
     failed = report.delivery.failed or (report.refused and not settings.dry_run)

@@ -69,8 +69,8 @@ Exit codes:
 @click.pass_context
 @guarded
 def impact(ctx: click.Context, **opts: Any) -> int:
+    from dbt_oml.errors import SelectionError
     from dbt_oml.impact import report as impact_report
-    from dbt_oml.lineage.view import LineageQueryError
     from dbt_oml.pipeline.impact import impact as impact_of
 
     load(ctx)
@@ -81,7 +81,7 @@ def impact(ctx: click.Context, **opts: Any) -> int:
     project = project_options({k: opts[k] for k in PROJECT_KEYS}, Path.cwd())
     try:
         report, graph = impact_of(project, state=Path(state) if state else None, columns=columns)
-    except LineageQueryError as e:
+    except SelectionError as e:
         say(f"dbt-oml impact: {e}")
         return ExitCode.USAGE
     if fmt == "json":

@@ -67,7 +67,8 @@ Exit codes:
 @click.pass_context
 @guarded
 def lineage(ctx: click.Context, **opts: Any) -> int:
-    from dbt_oml.lineage.view import LineageQueryError, Query, TreeOptions, answer, text_lines
+    from dbt_oml.errors import SelectionError
+    from dbt_oml.lineage.view import Query, TreeOptions, answer, text_lines
     from dbt_oml.pipeline import offline
 
     load(ctx)
@@ -86,7 +87,7 @@ def lineage(ctx: click.Context, **opts: Any) -> int:
             focus.update(model=result.document["model"], column=column)
             path = offline.write_explorer(Path(html), focus)
             say(f"dbt-oml lineage: explorer written to {path} (open it: xdg-open {path})")
-    except LineageQueryError as e:
+    except SelectionError as e:
         say(f"dbt-oml lineage: {e}")
         return ExitCode.USAGE
     if opts["as_json_"]:

@@ -46,6 +46,9 @@ class DbtContext:
     dbt_version: str
     catalogs: tuple[CatalogSpec, ...] = field(repr=False)
     cli_vars: dict[str, Any] = field(default_factory=dict, repr=False)
+    usage_stats: bool = False
+    """Whether this dbt run sends dbt Labs its anonymous usage statistics (dbt-oml's own
+    `docs generate` follows it)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,6 +116,7 @@ def _context_from_dbt(invocation_id: str) -> DbtContext | None:
         dbt_version=str(dbt_version),
         catalogs=catalogs_of(str(adapter.type()), config.credentials),
         cli_vars=dict(cli_vars),
+        usage_stats=bool(getattr(flags, "SEND_ANONYMOUS_USAGE_STATS", False)),
     )
 
 
@@ -237,7 +241,10 @@ def docs_generate_args(context: DbtContext) -> list[str]:
         args += ["--target", context.target_name]
     if context.cli_vars:
         args += ["--vars", json.dumps(context.cli_vars)]
-    return args
+    usage = (
+        "--send-anonymous-usage-stats" if context.usage_stats else "--no-send-anonymous-usage-stats"
+    )
+    return [*args, usage]
 
 
 #: ProjectOptions and target_path_of moved to dbt.project; dbt_oml.cli still imports them here.

@@ -13,24 +13,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from dbt_oml.errors import DbtOmlError
+from dbt_oml.errors import SelectionError
 from dbt_oml.lineage.graph import ColumnGraph, Edge, GraphNode, RowsEdge
 from dbt_oml.lineage.types import Transformation
 
 #: The version of the JSON document; bumped only if a key is renamed or removed.
 DOCUMENT_VERSION: Final = 1
 Direction = Literal["upstream", "downstream"]
-
-
-class LineageQueryError(DbtOmlError):
-    """A model or column asked for is not in the project, or has no column lineage."""
-
-    def __init__(self, *, what: str, reason: str, suggestions: Iterable[str] = ()) -> None:
-        self.what = what
-        self.reason = reason
-        self.suggestions = tuple(suggestions)
-        hint = f"; did you mean {', '.join(self.suggestions)}?" if self.suggestions else ""
-        super().__init__(f"{what}: {reason}{hint}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +65,7 @@ class LineageView:
         """A model, snapshot, seed or source by unique_id or name (sources: `source.table`).
 
         Raises:
-            LineageQueryError: no such node (close names suggested), or the name is ambiguous.
+            SelectionError: no such node (close names suggested), or the name is ambiguous.
         """
         node = self.graph.nodes.get(name)
         if node is not None:
@@ -86,14 +75,14 @@ class LineageView:
             models = [f for f in found if self.graph.nodes[f].kind in {"model", "snapshot"}]
             if len(models) == 1:
                 return self.graph.nodes[models[0]]
-            raise LineageQueryError(
+            raise SelectionError(
                 what=f"{name!r}", reason="names several nodes", suggestions=sorted(found)
             )
         if found:
             return self.graph.nodes[found[0]]
         close = difflib.get_close_matches(name.lower(), list(self._names), n=6, cutoff=0.6)
         shown = dict.fromkeys(_display(self.graph.nodes[i]) for c in close for i in self._names[c])
-        raise LineageQueryError(
+        raise SelectionError(
             what=f"model {name!r}",
             reason="not in the project (no model, snapshot, seed or source of that name)",
             suggestions=list(shown)[:3],
@@ -103,7 +92,7 @@ class LineageView:
         """The node's column as spelled.
 
         Raises:
-            LineageQueryError: the node has no such column (close names suggested).
+            SelectionError: the node has no such column (close names suggested).
         """
         found = self.graph.column(node.id, column)
         if found is not None:
@@ -184,7 +173,7 @@ class LineageView:
 
 
 def _raise(what: str, reason: str, suggestions: list[str]) -> str:
-    raise LineageQueryError(what=what, reason=reason, suggestions=suggestions)
+    raise SelectionError(what=what, reason=reason, suggestions=suggestions)
 
 
 def _display(node: GraphNode) -> str:
@@ -332,7 +321,7 @@ def answer(view: LineageView, query: Query) -> Answer:
     """The trees and the JSON document for a query (no model: the whole project's graph).
 
     Raises:
-        LineageQueryError: unknown model or column, or upstream of an opaque model.
+        SelectionError: unknown model or column, or upstream of an opaque model.
     """
     if query.model is None:
         doc = _document(None, query, {}, {}, view.graph, None)

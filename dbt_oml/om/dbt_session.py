@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final, TypeVar
 
+from dbt_oml.config import truthy
 from dbt_oml.errors import ConfigError, TerminalDeliveryError
 from dbt_oml.om.client import OpenMetadataClient, Reply
 from dbt_oml.redaction import redact
@@ -174,5 +175,5 @@ def _json(text: str) -> Any:
 def _true(value: object) -> bool:
     """A boolean, or its text as the environment gives it (`"false"`, `"0"`, ...)."""
     if isinstance(value, str):
-        return value.strip().lower() in {"1", "true", "yes", "on"}
+        return truthy(value)
     return bool(value)

@@ -64,8 +64,8 @@ def _print_plan(report: Any) -> None:
             say(f"  {line}")
 
 
-def print_summary(report: Any, *, dry_run: bool, settings: Any = None) -> None:  # noqa: ARG001
-    """The end-of-run summary (`settings` is no longer read: the plan is on the report)."""
+def print_summary(report: Any, *, dry_run: bool) -> None:
+    """The end-of-run summary; a dry run prints the events and the plan on the report."""
     delivery = report.delivery
     if dry_run:
         doc = {"events": [redact_event(e) for e in delivery.collected]}

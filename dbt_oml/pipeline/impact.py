@@ -16,7 +16,7 @@ from pathlib import Path
 
 from dbt_oml.artifacts import Catalog, RunArtifacts, read_artifacts
 from dbt_oml.dbt.project import ProjectOptions, resolve_project
-from dbt_oml.errors import ArtifactError
+from dbt_oml.errors import ArtifactError, SelectionError
 from dbt_oml.impact.analysis import (
     SELECTED,
     Build,
@@ -33,7 +33,7 @@ from dbt_oml.impact.sql import schema_of
 from dbt_oml.lineage.cache import DiskCache
 from dbt_oml.lineage.graph import ColumnGraph
 from dbt_oml.lineage.model import ModelLineage, schema_case
-from dbt_oml.lineage.view import LineageQueryError, LineageView
+from dbt_oml.lineage.view import LineageView
 from dbt_oml.lineage.workers import analyse_one
 from dbt_oml.pipeline.lineage import project_graph
 from dbt_oml.pipeline.run_state import STATE_DIR
@@ -120,7 +120,7 @@ def impact(
 
     Raises:
         ArtifactError: missing or unreadable artifacts (here or in the state directory).
-        LineageQueryError: a named model or column is not in the project.
+        SelectionError: a named model or column is not in the project.
     """
     project = resolve_project(options)
     current = read_artifacts(project.target_path)
@@ -183,7 +183,7 @@ def impact_of_artifacts(
     for text in columns:
         node_name, _, column = text.rpartition(".")
         if not node_name:
-            raise LineageQueryError(what=repr(text), reason="expected MODEL.COLUMN")
+            raise SelectionError(what=repr(text), reason="expected MODEL.COLUMN")
         node = view.find_node(node_name)
         changes.append(ColumnChange(node.id, view.find_column(node, column), SELECTED))
     tested = columns_tested(

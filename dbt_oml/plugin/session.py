@@ -119,7 +119,7 @@ class PluginSession:
         if not success and error is None:
             error = "dbt reported failure"
         finish(live, artifacts, node_starts=self.bridge.node_starts, ended_at=at, error=error)
-        print_summary(self.report, dry_run=self.settings.dry_run, settings=self.settings)
+        print_summary(self.report, dry_run=self.settings.dry_run)
         for problem in self.report.problems:
             warn(problem)
 

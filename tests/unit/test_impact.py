@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from dbt_oml.artifacts import read_artifacts
+from dbt_oml.errors import SelectionError
 from dbt_oml.impact.analysis import CHANGED, REMOVED, RENAMED, SELECTED, Report
 from dbt_oml.impact.report import as_json, as_markdown, as_text
 from dbt_oml.impact.sql import normalized_sql
 from dbt_oml.lineage.graph import ColumnGraph
-from dbt_oml.lineage.view import LineageQueryError
 from dbt_oml.pipeline.impact import impact_of_artifacts
 from tests.conftest import MINI
 
@@ -150,9 +150,9 @@ def test_named_columns_and_a_singular_test(tmp_path: Path) -> None:
         (r.node, r.column) for r in impact.columns
     }
     assert "assert_revenue_not_negative" in {t.name for t in impact.tests}  # WHERE "Revenue" < 0
-    with pytest.raises(LineageQueryError, match=r"expected MODEL\.COLUMN"):
+    with pytest.raises(SelectionError, match=r"expected MODEL\.COLUMN"):
         _run(MINI, None, "core_orders")
-    with pytest.raises(LineageQueryError, match="did you mean order_amount"):
+    with pytest.raises(SelectionError, match="did you mean order_amount"):
         _run(MINI, None, "core_orders.order_amout")
 
 

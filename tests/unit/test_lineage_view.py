@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from dbt_oml.artifacts import read_artifacts
+from dbt_oml.errors import SelectionError
 from dbt_oml.lineage.batch import analyse_models, known_columns
 from dbt_oml.lineage.graph import build_graph
 from dbt_oml.lineage.view import (
     Hop,
-    LineageQueryError,
     LineageView,
     Query,
     TreeOptions,
@@ -108,7 +108,7 @@ def test_a_column_seen_before_is_not_expanded_again(view: LineageView) -> None:
 
 
 def test_unknown_model_suggests_close_names(view: LineageView) -> None:
-    with pytest.raises(LineageQueryError, match="did you mean core_customers") as err:
+    with pytest.raises(SelectionError, match="did you mean core_customers") as err:
         view.find_node("core_customer")
     assert "not in the project" in err.value.reason
     assert "\n" not in str(err.value)
@@ -116,7 +116,7 @@ def test_unknown_model_suggests_close_names(view: LineageView) -> None:
 
 def test_unknown_column_suggests_close_names(view: LineageView) -> None:
     node = view.find_node("core_customers")
-    with pytest.raises(LineageQueryError, match=r"has no column 'custmer_key'.*customer_key"):
+    with pytest.raises(SelectionError, match=r"has no column 'custmer_key'.*customer_key"):
         view.find_column(node, "custmer_key")
     assert view.find_column(node, "CUSTOMER_KEY") == "customer_key"
 
@@ -140,7 +140,7 @@ def test_opaque_model_upstream_is_an_error_naming_the_reason() -> None:
     )
     opaque = LineageView(graph)
     with pytest.raises(
-        LineageQueryError,
+        SelectionError,
         match=r"^model.jaffle_oml.core_order_audit: has no column lineage: SQL does not parse",
     ):
         answer(opaque, Query("core_order_audit"))
