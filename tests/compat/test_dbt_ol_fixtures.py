@@ -180,7 +180,7 @@ def _dataset(ds: dict[str, Any]) -> dict[str, Any]:
 
 def mismatches(expected: Any, actual: Any, path: str = "") -> list[str]:
     """Every place where `expected` (a projection) is set and `actual` differs; lists in full."""
-    if expected is None or expected == {} or expected == []:
+    if expected is None or expected in ({}, []):
         return []
     if isinstance(expected, dict):
         if not isinstance(actual, dict):

@@ -276,8 +276,8 @@ def _patch_rights(ops: list[dict[str, Any]]) -> list[str]:
         elif field == "tags":
             value = op.get("value")
             labels = value if isinstance(value, list) else [value] if value else []
-            for label in labels or [{}]:
-                label = label if isinstance(label, dict) else {}
+            for given in labels or [{}]:
+                label = given if isinstance(given, dict) else {}
                 if str(label.get("tagFQN", "")).startswith("Tier."):
                     needed.append("EditTier")
                 elif label.get("source") == "Glossary":

@@ -41,7 +41,10 @@ def like(pattern: str, value: str) -> bool:
 
 
 def never_a_table(namespace: str) -> bool:
-    return namespace.lower().startswith(STORAGE_PREFIXES) or namespace.split(":")[0] == "file"
+    return (
+        namespace.lower().startswith(STORAGE_PREFIXES)
+        or namespace.split(":", maxsplit=1)[0] == "file"
+    )
 
 
 def normalise(name: str) -> list[str] | None:
@@ -222,7 +225,7 @@ class Mapper:
                 }
                 try:
                     self.write(in_table, out_table, details)
-                except Exception:  # noqa: BLE001 - OM logs a failed addLineage and goes on
+                except Exception:  # noqa: BLE001, S112 - OM logs a failed addLineage and goes on
                     continue
                 written += 1
         return written

@@ -188,7 +188,7 @@ class FakeOpenMetadata:
         admin: bool = False,
     ) -> Principal:
         """A user who logs in with /users/login (a person: not a bot)."""
-        user = Principal(email.split("@")[0], roles=roles, admin=admin, bot=False)
+        user = Principal(email.split("@", maxsplit=1)[0], roles=roles, admin=admin, bot=False)
         self.passwords[email], self.users[email] = password, user
         om_catalog.add_person(self, user.name, email)
         if admin:
@@ -298,7 +298,7 @@ class FakeOpenMetadata:
                 fault = next((f for f in self.faults if path.startswith(f[1])), None)
                 if fault is not None:
                     self.faults.remove(fault)
-                    raise OMError(fault[0], f"injected fault {fault[0]}", rule="fault")
+                    raise OMError(fault[0], f"injected fault {fault[0]}", rule="fault")  # noqa: TRY301 - answered below like every OM error
                 status, body, extra_headers = self._route(call)
                 headers += extra_headers
             except OMError as e:
@@ -394,7 +394,7 @@ class FakeOpenMetadata:
                 401, "You have entered an invalid username or password.", rule="unauthenticated"
             )
         user = self.users.get(email) or Principal(
-            email.split("@")[0], roles=frozenset({"DataConsumer"}), bot=False
+            email.split("@", maxsplit=1)[0], roles=frozenset({"DataConsumer"}), bot=False
         )
         if email in self.admins and not user.admin:
             user = dataclasses.replace(user, admin=True)

@@ -145,11 +145,11 @@ def test_every_dbt_test_is_a_test_case_with_one_result_per_run(runs: Runs) -> No
     assert len(results) == 22  # the failing build's: the 19 tests and the 3 failing-only ones
     cases = {c["name"]: fqn for fqn, c in om.entities["testCase"].items()}
     assert len(cases) == 22
-    for name in cases:
+    for name, fqn in cases.items():
         if name.startswith("om_"):
             continue
         # the first build and the failing build; the emit of the first added none
-        assert len(om.results_of(cases[name])) == 2, name
+        assert len(om.results_of(fqn)) == 2, name
     assert {d["testPlatforms"][0] for d in om.entities["testDefinition"].values()} >= {"dbt"}
 
 

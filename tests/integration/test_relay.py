@@ -48,7 +48,7 @@ def own_server(tmp_path: Path) -> Iterator[NatsServer]:
 
 
 def _stream(url: str, name: str) -> dict[str, Any]:
-    digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
     tag = "".join(c for c in name if c.isalnum())[:30].upper() + digest.upper()
     return {"servers": [url], "subject": f"ol.{tag.lower()}", "stream": "T" + tag}
 

@@ -345,11 +345,11 @@ def test_job_names_match_dbt_ol(
     node = Node(
         unique_id=uid,
         resource_type=resource_type,
-        name=uid.split(".")[-1],
+        name=uid.rsplit(".", maxsplit=1)[-1],
         package_name=package,
         database="other" if "export" in uid else "warehouse",
         schema=schema,
-        identifier=uid.split(".")[-1],
+        identifier=uid.rsplit(".", maxsplit=1)[-1],
     )
     builder = EventBuilder(
         invocation=Invocation(

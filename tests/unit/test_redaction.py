@@ -243,7 +243,7 @@ def test_log_lines_and_tracebacks_never_hold_a_password(pw: str) -> None:
         try:
             logging.getLogger("dbt_oml.x").warning("connect to %s failed", _contexts(pw)[0])
             try:
-                raise ConnectionError(f"refused: passwd={pw}")
+                raise ConnectionError(f"refused: passwd={pw}")  # noqa: TRY301 - a logged exception
             except ConnectionError:
                 logging.getLogger("dbt_oml.y").exception("delivery failed")
         finally:
