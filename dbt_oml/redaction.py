@@ -22,7 +22,7 @@ SECRET_KEY = re.compile(
     re.IGNORECASE,
 )
 _SECRET_KEYS = (
-    r"(?:[A-Za-z0-9_]*(?:password|passwd|passphrase|pwd|token|secret|api_?key|apikey|access_?key"
+    r"(?:[A-Za-z0-9_]*(?:password|passwd|passphrase|pwd|token|secret|api_?key|apikey|access_?key"  # noqa: S105 - a pattern of key names, not a secret
     r"|private_?key|credentials?|signature|sig))"
 )
 _SCHEME = r"[A-Za-z][A-Za-z0-9+.\-]*://"

@@ -61,7 +61,7 @@ def _finish(report: Report, settings: Settings) -> int:
 def _command(name: str, text: str, *extra: click.Parameter) -> Callable[[Any], click.Command]:
     return click.command(
         name,
-        short_help=text.split(",")[0].split("(")[0].strip().rstrip("."),
+        short_help=text.split(",", maxsplit=1)[0].split("(", maxsplit=1)[0].strip().rstrip("."),
         params=[*settings_options(), *project_params(), *extra],
         help=f"{text}\n\n{_CODES}",
         context_settings={"max_content_width": 100},

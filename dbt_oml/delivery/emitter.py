@@ -27,7 +27,7 @@ from openlineage.client.facet_v2 import tags_run
 from dbt_oml.delivery.outbox import append_events, read_numbered
 from dbt_oml.errors import ArtifactError
 from dbt_oml.events import serialize as event_json
-from dbt_oml.redaction import redact as redact  # re-exported: delivery.redact predates it
+from dbt_oml.redaction import redact
 
 logger = logging.getLogger(__name__)
 

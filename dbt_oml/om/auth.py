@@ -11,6 +11,7 @@ import base64
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from pathlib import Path
 from typing import Protocol
 
@@ -95,7 +96,7 @@ class BasicLogin:
                 raise TransientDeliveryError(
                     target=base_url, reason=f"login: {type(e).__name__}"
                 ) from e
-            if response.status_code != 200:
+            if response.status_code != HTTPStatus.OK:
                 raise CredentialError(
                     key="password",
                     target=f"POST {redact(base_url)}/api/v1/users/login",
@@ -134,7 +135,7 @@ class OAuth2ClientCredentials:
                 response = http.post(self.token_url, data=form)
             except httpx2.TransportError as e:
                 raise TransientDeliveryError(target=self.token_url, reason=type(e).__name__) from e
-            if response.status_code != 200:
+            if response.status_code != HTTPStatus.OK:
                 raise CredentialError(
                     key="client_secret",
                     target=f"POST {redact(self.token_url)}",
@@ -171,7 +172,7 @@ class BearerAuth(httpx2.Auth):
     ) -> Generator[httpx2.Request, httpx2.Response, None]:
         request.headers["Authorization"] = self._bearer()
         response = yield request
-        if response.status_code == 401:
+        if response.status_code == HTTPStatus.UNAUTHORIZED:
             self.provider.invalidate()
             request.headers["Authorization"] = self._bearer()
             yield request

@@ -12,6 +12,7 @@ import logging
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote
 
@@ -62,7 +63,7 @@ class Reply:
 
     @property
     def ok(self) -> bool:
-        return 200 <= self.status < 300
+        return HTTPStatus.OK <= self.status < HTTPStatus.MULTIPLE_CHOICES
 
     @property
     def message(self) -> str:
@@ -101,18 +102,25 @@ class OpenMetadataClient:
         target = f"{method} {redact(self.base_url)}{path}"
         headers = {"Content-Type": content_type} if content_type else {}
         self.requests += 1
-        response = self._send(method, f"{self.base_url}{path}", target, json, params, headers)
+        response = self._send(
+            method,
+            f"{self.base_url}{path}",
+            target=target,
+            json=json,
+            params=params,
+            headers=headers,
+        )
         status = response.status_code
-        if status == 401:
+        if status == HTTPStatus.UNAUTHORIZED:
             raise CredentialError(
                 key="token",
                 target=target,
                 reason=f"401 {message_of(response)}",
                 hint="token missing or expired (bot JWT? reissue it)",
             )
-        if status == 403 and "not admin" not in message_of(response):
+        if status == HTTPStatus.FORBIDDEN and "not admin" not in message_of(response):
             raise _forbidden(target, message_of(response))
-        if status >= 500:
+        if status >= HTTPStatus.INTERNAL_SERVER_ERROR:
             raise TransientDeliveryError(target=target, reason=f"{status} {message_of(response)}")
         return Reply(status, _json(response))
 
@@ -120,6 +128,7 @@ class OpenMetadataClient:
         self,
         method: str,
         url: str,
+        *,
         target: str,
         json: Any,
         params: Mapping[str, Any] | None,
@@ -148,7 +157,7 @@ class OpenMetadataClient:
         reply = self.request(
             "GET", f"/api/v1/{collection}/name/{quote(fqn, safe='')}", params=params
         )
-        if reply.status == 404:
+        if reply.status == HTTPStatus.NOT_FOUND:
             return None
         return self._ok(reply, "GET", collection)
 
@@ -163,7 +172,7 @@ class OpenMetadataClient:
     def create(self, collection: str, body: Mapping[str, Any]) -> dict[str, Any] | None:
         """Create only (for children of entities someone else owns); None when it exists (409)."""
         reply = self.request("POST", f"/api/v1/{collection}", json=body)
-        if reply.status == 409:
+        if reply.status == HTTPStatus.CONFLICT:
             return None
         return self._ok(reply, "POST", collection)
 
@@ -189,7 +198,7 @@ class OpenMetadataClient:
         bot gets 403 "is not admin", which means "unknown", never a failure.
         """
         reply = self.request("GET", "/api/v1/system/settings/openLineageSettings")
-        if reply.status in (403, 404):
+        if reply.status in (HTTPStatus.FORBIDDEN, HTTPStatus.NOT_FOUND):
             return None
         return dict(self._ok(reply, "GET", "settings").get("config_value") or {})
 
@@ -208,7 +217,7 @@ class OpenMetadataClient:
             f"/api/v1/lineage/table/name/{quote(table_fqn, safe='')}",
             params={"upstreamDepth": 1, "downstreamDepth": 0},
         )
-        if reply.status == 404:
+        if reply.status == HTTPStatus.NOT_FOUND:
             return {}
         doc = self._ok(reply, "GET", "lineage")
         me = str((doc.get("entity") or {}).get("id"))
@@ -223,7 +232,7 @@ class OpenMetadataClient:
 
     def _ok(self, reply: Reply, method: str, collection: str) -> dict[str, Any]:
         target = f"{method} {redact(self.base_url)}/api/v1/{collection}"
-        if reply.status == 403:
+        if reply.status == HTTPStatus.FORBIDDEN:
             raise _forbidden(target, reply.message)
         if not reply.ok:
             raise TerminalDeliveryError(target=target, reason=f"{reply.status} {reply.message}")

@@ -19,7 +19,7 @@ import contextlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from dbt_oml.om.bootstrap import Bootstrap, BootstrapReport
 from dbt_oml.om.client import OpenMetadataClient
@@ -27,11 +27,14 @@ from dbt_oml.om.data_quality import DataQuality
 from dbt_oml.om.dbt_docs import NodeDoc, dbt_tests, node_docs
 from dbt_oml.om.dbt_session import PartDeniedError, Session
 from dbt_oml.om.labels import Label, Labels
-from dbt_oml.om.names import fqn
+from dbt_oml.om.names import fqn, sample
 from dbt_oml.om.tables import table_ref
 from dbt_oml.om.types import om_column
 
 logger = logging.getLogger(__name__)
+
+#: How many JSON-patch paths the line naming a PATCH lists before `, ...`.
+_PATCH_PATHS_SHOWN: Final = 4
 
 #: What a table listing must hold to compare against (ref §3.3 field names).
 TABLE_FIELDS = "columns,tags,owners,dataModel"
@@ -98,7 +101,7 @@ class DbtMetadata:
     def advise(self) -> None:
         """At the end of a run: the datasets left alone, in one INFO line."""
         if self.skipped:
-            shown = ", ".join(sorted(self.skipped)[:3]) + (", ..." if len(self.skipped) > 3 else "")
+            shown = sample(sorted(self.skipped))
             logger.info(
                 "dbt metadata left out for %d dataset(s) that are not dbt-oml's own tables in "
                 "OpenMetadata (foreign, or not there): %s",
@@ -190,7 +193,7 @@ class DbtMetadata:
     ) -> bool:
         if not ops:
             return False
-        paths = ", ".join(o["path"] for o in ops[:4]) + (", ..." if len(ops) > 4 else "")
+        paths = sample((o["path"] for o in ops), limit=_PATCH_PATHS_SHOWN)
         what = f"{table_fqn} ({paths})"
         reply = self.session.write(part, "PATCH", f"tables/{entity.get('id', '{id}')}", ops, what)
         if reply is not None and not reply.ok:

@@ -13,6 +13,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
+from http import HTTPStatus
 from typing import Any, Final, TypeVar
 
 from dbt_oml.config import truthy
@@ -110,7 +111,7 @@ class Session:
     def write(self, part: str, method: str, path: str, body: Any, what: str) -> Reply | None:
         """Plan the write; in a dry run that is all (None). Else send it: the reply (2xx, or a
         refusal already logged once; 409 is the caller's)."""
-        self.plan.append(f"{method} /api/v1/{path.split('?')[0]} {what}")
+        self.plan.append(f"{method} /api/v1/{path.split('?', maxsplit=1)[0]} {what}")
         if self.dry_run:
             return None
         if method == "PATCH":
@@ -119,7 +120,7 @@ class Session:
             reply = self.call(
                 part, lambda: self.client.request(method, f"/api/v1/{path}", json=body)
             )
-        if not reply.ok and reply.status != 409:
+        if not reply.ok and reply.status != HTTPStatus.CONFLICT:
             self.say(
                 f"OpenMetadata refused {method} {what}: {reply.status} {redact(reply.message)}",
                 level=logging.WARNING,

@@ -6,11 +6,16 @@ Pure. OM joins names with `.` and wraps a name that contains `.` in double quote
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
 
 from dbt_oml.errors import ConfigError
 
 MAX_NAME: Final = 256
+#: The parts of a table's name in a dataset (database.schema.table).
+TABLE_NAME_PARTS: Final = 3
+#: How many names a log line lists before `, ...`.
+SAMPLE_SIZE: Final = 3
 
 
 def check_name(name: str, *, kind: str) -> str:
@@ -54,3 +59,13 @@ def fqn(*names: str) -> str:
     'duckdb_pod.warehouse.core."v1.orders"'
     """
     return ".".join(quote(n) for n in names)
+
+
+def sample(names: Iterable[str], *, limit: int = SAMPLE_SIZE) -> str:
+    """The first `limit` names, comma-joined, with `, ...` when there are more (for a log line).
+
+    >>> sample(["a", "b", "c", "d"]), sample(["a"])
+    ('a, b, c, ...', 'a')
+    """
+    listed = list(names)
+    return ", ".join(listed[:limit]) + (", ..." if len(listed) > limit else "")

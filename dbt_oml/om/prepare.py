@@ -68,12 +68,14 @@ class Prepared:
 
 def _typed(fields: list[Any]) -> list[Any]:
     out = []
-    for f in fields:
-        if isinstance(f, dict):
-            f = {**f, "type": f.get("type") or "UNKNOWN"}
-            if isinstance(f.get("fields"), list):
-                f["fields"] = _typed(f["fields"])
-        out.append(f)
+    for item in fields:
+        if not isinstance(item, dict):
+            out.append(item)
+            continue
+        typed = {**item, "type": item.get("type") or "UNKNOWN"}
+        if isinstance(typed.get("fields"), list):
+            typed["fields"] = _typed(typed["fields"])
+        out.append(typed)
     return out
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dbt_oml.om.names import check_name
+from dbt_oml.om.names import TABLE_NAME_PARTS, check_name
 from dbt_oml.om.prepare import STORAGE_PREFIXES
 from dbt_oml.om.types import om_column
 
@@ -33,7 +33,7 @@ def table_ref(dataset: Mapping[str, Any]) -> TableRef | None:
     if namespace.lower().startswith(STORAGE_PREFIXES) or namespace == "file":
         return None  # storage and local files are not tables
     parts = name.split(".")
-    if len(parts) < 3:
+    if len(parts) < TABLE_NAME_PARTS:
         return None
     return TableRef(namespace, parts[-3], parts[-2], parts[-1])
 

@@ -14,6 +14,8 @@ from typing import Any, Final
 
 #: DuckDB's unbounded strings are declared like SQL Server's varchar(max): 2^31 - 1.
 MAX_LENGTH: Final = 2_147_483_647
+#: DECIMAL(precision) or DECIMAL(precision, scale).
+_DECIMAL_PARAMS: Final = 2
 
 _SIMPLE: Mapping[str, str] = {
     "BOOLEAN": "BOOLEAN",
@@ -132,7 +134,7 @@ def om_column(name: str, type_: str | None, description: str | None = None) -> d
     return column
 
 
-def _type(type_: str | None) -> dict[str, Any]:
+def _type(type_: str | None) -> dict[str, Any]:  # noqa: C901, PLR0911 - a type-mapping ladder, one return per OM type
     spelled = (type_ or "").strip()
     upper = spelled.upper()
     if not upper:
@@ -162,9 +164,9 @@ def _type(type_: str | None) -> dict[str, Any]:
         return {"dataType": kind, "dataLength": int(args_upper), "dataTypeDisplay": spelled}
     if base in _DECIMALS:
         numbers = [p.strip() for p in args_upper.split(",")]
-        if all(n.isdigit() for n in numbers) and 1 <= len(numbers) <= 2:
+        if all(n.isdigit() for n in numbers) and 1 <= len(numbers) <= _DECIMAL_PARAMS:
             out = {"dataType": "DECIMAL", "dataTypeDisplay": spelled, "precision": int(numbers[0])}
-            out["scale"] = int(numbers[1]) if len(numbers) == 2 else 0
+            out["scale"] = int(numbers[1]) if len(numbers) == _DECIMAL_PARAMS else 0
             return out
     if base == "STRUCT":
         children = [om_column(*_struct_field(p)) for p in _split_top(args)]

@@ -30,11 +30,9 @@ from dbt_oml.delivery.outbox import append_events, append_reason
 from dbt_oml.errors import ConfigError
 from dbt_oml.events import serialize as event_json
 from dbt_oml.om.retry import exponential, within
-from dbt_oml.transports.jetstream_config import JetStreamConfig as JetStreamConfig
+from dbt_oml.transports.jetstream_config import JetStreamConfig
 from dbt_oml.transports.jetstream_connection import (
-    NatsUnavailableError as NatsUnavailableError,  # re-exported: dbt_oml.cli catches it
-)
-from dbt_oml.transports.jetstream_connection import (
+    NatsUnavailableError,  # re-exported (__all__): dbt_oml.cli catches it
     cause_of,
     close_quietly,
     connect,
@@ -287,3 +285,12 @@ class JetStreamTransport(Transport):
         if reason not in self.problems:  # the caller reports problems: one line per cause
             self.problems.append(reason)
             logger.debug("JetStream: event(s) not published (%s); kept in %s", reason, self.outbox)
+
+
+__all__ = [
+    "JetStreamConfig",
+    "JetStreamTransport",
+    "NatsUnavailableError",
+    "ensure_stream",
+    "message_id",
+]

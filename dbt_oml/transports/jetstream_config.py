@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import ssl
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import attr
 from openlineage.client.transport.transport import Config
@@ -16,12 +16,17 @@ from openlineage.client.transport.transport import Config
 from dbt_oml.errors import ConfigError
 from dbt_oml.transports.options import coerce, known_values
 
+#: JetStream's limit on a stream's replicas.
+MAX_REPLICAS: Final = 5
+
 
 def _check_numbers(values: dict[str, Any]) -> None:
     """Numbers (text from the environment too) of the right kind and range, or ConfigError."""
     for key in ("max_age", "duplicate_window", "publish_timeout", "connect_timeout"):
         _number(values, key, float, lambda n: n > 0, "is not a number of seconds above 0")
-    _number(values, "num_replicas", int, lambda n: 1 <= n <= 5, "is not a whole number 1-5")
+    _number(
+        values, "num_replicas", int, lambda n: 1 <= n <= MAX_REPLICAS, "is not a whole number 1-5"
+    )
     _number(values, "retry_budget", float, lambda n: n >= 0, "is not a number of seconds >= 0")
 
 

@@ -44,10 +44,10 @@ def subject_matches(pattern: str, subject: str) -> bool:
     (True, False)
     """
     want, have = pattern.split("."), subject.split(".")
-    for i, token in enumerate(want):
-        if token == ">":
+    for i, part in enumerate(want):  # NATS calls the parts of a subject "tokens"
+        if part == ">":
             return len(have) > i
-        if i >= len(have) or (token != "*" and token != have[i]):
+        if i >= len(have) or (part != "*" and part != have[i]):
             return False
     return len(want) == len(have)
 
@@ -79,15 +79,40 @@ def describe(error: BaseException, *, timeout: float) -> str:
     'no answer within 2.5 s'
     """
     from nats import errors as nats_errors
-    from nats.js import errors as js_errors
 
+    text = str(error).removeprefix("nats: ").strip().strip("'")
+    cause = _connection_cause(error)
+    if cause is None:
+        cause = _nats_cause(error, text)
+    if cause is not None:
+        return cause
+    if isinstance(error, asyncio.TimeoutError | TimeoutError):
+        return f"no answer within {timeout:g} s"
+    if isinstance(error, ConnectionResetError | BrokenPipeError):
+        return "the connection was reset"
+    if isinstance(error, OSError):
+        return redact(str(error.strerror or error).lower())
+    if isinstance(error, nats_errors.Error) and text:
+        return redact(text)
+    return redact(f"{type(error).__name__}: {text}" if text else type(error).__name__)
+
+
+def _connection_cause(error: BaseException) -> str | None:
+    """`describe` for a failure to reach the server at all (checked before anything else)."""
     if isinstance(error, ConnectionRefusedError):
         return "connection refused"
     if isinstance(error, socket.gaierror):
         return f"cannot resolve the host name ({error.strerror})"
     if isinstance(error, ssl.SSLError):
         return f"TLS failed ({error.reason or error})"
-    text = str(error).removeprefix("nats: ").strip().strip("'")
+    return None
+
+
+def _nats_cause(error: BaseException, text: str) -> str | None:
+    """`describe` for what NATS or JetStream answered (checked before the generic OS errors)."""
+    from nats import errors as nats_errors
+    from nats.js import errors as js_errors
+
     if isinstance(error, nats_errors.AuthorizationError) or "authorization" in text.lower():
         return "not authorized (check user/password, token or credentials_file)"
     if isinstance(error, nats_errors.NoRespondersError):
@@ -100,15 +125,7 @@ def describe(error: BaseException, *, timeout: float) -> str:
         return "the connection was lost"
     if isinstance(error, js_errors.APIError):
         return redact(f"JetStream refused: {error.description or error}")
-    if isinstance(error, asyncio.TimeoutError | TimeoutError):
-        return f"no answer within {timeout:g} s"
-    if isinstance(error, ConnectionResetError | BrokenPipeError):
-        return "the connection was reset"
-    if isinstance(error, OSError):
-        return redact(str(error.strerror or error).lower())
-    if isinstance(error, nats_errors.Error) and text:
-        return redact(text)
-    return redact(f"{type(error).__name__}: {text}" if text else type(error).__name__)
+    return None
 
 
 def quiet_loop(loop: asyncio.AbstractEventLoop) -> asyncio.AbstractEventLoop:

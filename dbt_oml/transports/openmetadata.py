@@ -24,6 +24,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ from dbt_oml.om.bootstrap import Bootstrap, BootstrapReport, ServiceMapping
 from dbt_oml.om.client import OpenMetadataClient
 from dbt_oml.om.dbt_metadata import TABLE_FIELDS, DbtMetadata
 from dbt_oml.om.event_check import event_problem
-from dbt_oml.om.names import fqn
+from dbt_oml.om.names import TABLE_NAME_PARTS, fqn, sample
 from dbt_oml.om.prepare import Prepared, has_column_lineage, om_time, prepare
 from dbt_oml.om.retry import RetryBudget
 from dbt_oml.om.tables import table_ref
@@ -164,7 +165,7 @@ class OpenMetadataTransport(Transport):
     def columns_for(self, namespace: str, name: str) -> tuple[tuple[str, str | None], ...] | None:
         """The columns OpenMetadata holds for a table dbt cannot introspect (None if unknown)."""
         parts = name.split(".")
-        if len(parts) < 3:
+        if len(parts) < TABLE_NAME_PARTS:
             return None
         try:
             service, _, _ = self._bootstrapper().mapping.service(namespace)
@@ -172,7 +173,7 @@ class OpenMetadataTransport(Transport):
                 return None
             table = self.budget.call(
                 lambda: self.client.get_by_name(
-                    "tables", fqn(service, *parts[-3:]), fields="columns"
+                    "tables", fqn(service, *parts[-TABLE_NAME_PARTS:]), fields="columns"
                 )
             )
         except DbtOmlError as e:  # unreachable, refused, a token file that is not there
@@ -269,7 +270,7 @@ class OpenMetadataTransport(Transport):
     ) -> None:
         """Post the batch; find the events OM refused or could not fully resolve."""
         reply = self.budget.call(lambda: self.client.post_batch([plans[i].event for i in indexes]))
-        if reply.status == 400 or not isinstance(reply.body, dict):
+        if reply.status == HTTPStatus.BAD_REQUEST or not isinstance(reply.body, dict):
             self._one_by_one(indexes, plans, report, outcome)
             return
         if not reply.ok:
@@ -385,15 +386,14 @@ class OpenMetadataTransport(Transport):
                 "OpenMetadata resolves no local files: %d file input(s) left out of its copy of "
                 "the events (%s)",
                 len(self.dropped_inputs),
-                ", ".join(sorted(self.dropped_inputs)[:3])
-                + (", ..." if len(self.dropped_inputs) > 3 else ""),
+                sample(sorted(self.dropped_inputs)),
             )
         if self.guarded:
             logger.info(
                 "kept the column lineage OpenMetadata holds on edges into %d table(s) whose "
                 "model has none in this run (%s); --allow-empty-column-lineage replaces it",
                 len(self.guarded),
-                ", ".join(sorted(self.guarded)[:3]) + (", ..." if len(self.guarded) > 3 else ""),
+                sample(sorted(self.guarded)),
             )
 
 
