@@ -177,21 +177,24 @@ class _Ctx:
 def _duckdb(spec: CatalogSpec, ctx: _Ctx) -> str:
     path = spec.path.strip()
     if path in {"", ":memory:"} or path.startswith(":memory:"):
-        return "duckdb://memory" if ctx.duckdb_default is None else _fill(ctx, spec, path)
+        return (
+            "duckdb://memory"
+            if ctx.duckdb_default is None
+            else _fill(ctx.duckdb_default, spec, path)
+        )
     if path.startswith(("md:", "motherduck:")):
         db = path.split(":", 1)[1].split("?", 1)[0] or spec.alias
         return f"motherduck://{db}"
     if _is_url(path):
         return _strip_uri(path, spec.alias)
     if ctx.duckdb_default is not None:
-        return _fill(ctx, spec, path)
+        return _fill(ctx.duckdb_default, spec, path)
     return f"duckdb://{_local_path(path, ctx.cwd)}"
 
 
-def _fill(ctx: _Ctx, spec: CatalogSpec, path: str) -> str:
-    assert ctx.duckdb_default is not None
+def _fill(template: str, spec: CatalogSpec, path: str) -> str:
     stem = posixpath.splitext(posixpath.basename(path))[0] or spec.alias
-    return ctx.duckdb_default.replace("{alias}", spec.alias).replace("{stem}", stem)
+    return template.replace("{alias}", spec.alias).replace("{stem}", stem)
 
 
 def _sqlite(spec: CatalogSpec, ctx: _Ctx) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Final
 
 #: Where `dbt-oml build` keeps the build's artifacts before `dbt docs generate` overwrites them.
 KEPT_RUN_RESULTS = "run_results.build.json"
@@ -149,6 +150,10 @@ class RunResults:
     """Results dbt-oml reads with a fallback (bad timing, unknown status): one line each."""
 
 
+#: How many failed nodes the failure line names before `and N more`.
+_FAILED_SHOWN: Final = 5
+
+
 def failure_summary(results: Iterable[tuple[str, str]]) -> str:
     """One line naming the failed nodes of (unique_id, status) pairs.
 
@@ -158,7 +163,8 @@ def failure_summary(results: Iterable[tuple[str, str]]) -> str:
     failed = [f"{uid} ({status})" for uid, status in results if status in {"error", "fail"}]
     if not failed:
         return "dbt reported failure"
-    shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+    more = len(failed) - _FAILED_SHOWN
+    shown = ", ".join(failed[:_FAILED_SHOWN]) + (f" and {more} more" if more > 0 else "")
     return f"{len(failed)} node(s) failed: {shown}"
 
 

@@ -37,6 +37,7 @@ from openlineage.client.facet_v2 import (
 )
 
 from dbt_oml.artifacts import Column, Node
+from dbt_oml.events.node_facets import test_info
 from dbt_oml.lineage.filerefs import file_uri
 from dbt_oml.lineage.model import ModelLineage, SourceColumn, Transformation
 
@@ -240,8 +241,7 @@ def error_message(message: str, producer: str) -> error_message_run.ErrorMessage
 def assertion(
     *, test: Node, status: str, failures: int | None
 ) -> data_quality_assertions_dataset.Assertion:
-    info = test.test
-    assert info is not None
+    info = test_info(test)
     params: dict[str, Any] = dict(info.kwargs)
     return data_quality_assertions_dataset.Assertion(
         assertion=info.assertion,
@@ -263,8 +263,7 @@ def test_execution(
     *, test: Node, status: str, failures: int | None, sql: str | None, producer: str
 ) -> dict[str, RunFacet]:
     """The `test` run facet (TestRunFacet) of one dbt test's own run."""
-    info = test.test
-    assert info is not None
+    info = test_info(test)
     execution = test_run.TestExecution(
         name=test.unique_id,
         status=_TEST_STATUS.get(status, "fail"),

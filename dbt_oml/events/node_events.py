@@ -138,8 +138,7 @@ class EventBuilder(DatasetsMixin, RunsMixin):
             if (f.namespace, f.name) not in known:
                 known.add((f.namespace, f.name))
                 inputs.append(self._plain_input(f.namespace, f.name))
-        assert output.facets is not None
-        output.facets["columnLineage"] = facet
+        output.facets = {**(output.facets or {}), "columnLineage": facet}
         if self.settings.column_lineage_in_output_facets:
             # OpenMetadata 1.12 reads column lineage only from outputFacets
             output.outputFacets = {**(output.outputFacets or {}), "columnLineage": facet}  # type: ignore[dict-item]

@@ -15,7 +15,8 @@ from datetime import datetime
 import attr
 from openlineage.client.facet_v2 import DatasetFacet, RunFacet
 
-from dbt_oml.artifacts import Node, NodeResult
+from dbt_oml.artifacts import Node, NodeResult, TestInfo
+from dbt_oml.errors import ArtifactError
 from dbt_oml.events.invocation import format_time
 
 _URN = "urn:dbt-oml:facets:1-0-0:"
@@ -159,12 +160,20 @@ def node_facet(
     )
 
 
+def test_info(test: Node) -> TestInfo:
+    """A test node's test metadata (the manifest reader gives every test node one)."""
+    if test.test is None:
+        raise ArtifactError(
+            path="manifest.json", reason=f"test {test.unique_id} has no test metadata"
+        )
+    return test.test
+
+
 def dbt_test(
     test: Node, result: NodeResult, *, tested: tuple[str, str] | None, at: datetime
 ) -> DbtTest:
     """One test of a run; `at` is when it ended (run_results' time, or the run's end if none)."""
-    info = test.test
-    assert info is not None
+    info = test_info(test)
     return DbtTest(
         uniqueId=test.unique_id,
         name=test.name,

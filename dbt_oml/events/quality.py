@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
@@ -24,6 +25,15 @@ if TYPE_CHECKING:
 
 
 _FAILED = frozenset({"fail", "error"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    """When a test run started and ended, and whether it failed."""
+
+    start: datetime
+    end: datetime
+    failed: bool
 
 
 def tested_node(builder: EventBuilder, test: Node) -> Node | None:
@@ -76,9 +86,7 @@ def test_events(builder: EventBuilder, results: Iterable[NodeResult]) -> list[Ru
             job=builder.job_name(target, "test"),
             run_facets={**builder.run_facets(), **builder.parent_facet()},
             inputs=[tested],
-            start=start,
-            end=end,
-            failed=any(r.status in _FAILED for _, r in items),
+            span=_Span(start, end, failed=any(r.status in _FAILED for _, r in items)),
         )
     return events
 
@@ -90,9 +98,7 @@ def _test_run(
     job: str,
     run_facets: dict[str, RunFacet],
     inputs: list[InputDataset],
-    start: datetime,
-    end: datetime,
-    failed: bool,
+    span: _Span,
     end_facets: dict[str, RunFacet] | None = None,
 ) -> list[RunEvent]:
     """START and COMPLETE/FAIL of one test run; `key` makes its run id. `end_facets` go on
@@ -105,15 +111,15 @@ def _test_run(
         builder.event(
             state=state,
             at=at,
-            rid=builder.node_run_id(key, start),
+            rid=builder.node_run_id(key, span.start),
             job=job,
             job_facets=job_facets,
             run_facets=run_facets if state is RunState.START else {**run_facets, **ends},
             inputs=inputs,
         )
         for state, at in (
-            (RunState.START, start),
-            (RunState.FAIL if failed else RunState.COMPLETE, end),
+            (RunState.START, span.start),
+            (RunState.FAIL if span.failed else RunState.COMPLETE, span.end),
         )
     ]
 
@@ -147,9 +153,7 @@ def per_test_events(builder: EventBuilder, results: Iterable[NodeResult]) -> lis
             job=test.unique_id,
             run_facets=run_facets,
             inputs=[builder.input_dataset(node) for node in builder.upstream(test)],
-            start=start,
-            end=end or start,
-            failed=result.status in _FAILED,
+            span=_Span(start, end or start, failed=result.status in _FAILED),
             end_facets=node_facets.dbt_tests_facet(
                 [dbt_test(builder, test, result, at=start)], producer
             ),

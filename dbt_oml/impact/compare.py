@@ -124,12 +124,16 @@ def compare(state: Build, current: Build, *, dialect: str = "duckdb") -> Compari
         if not after:
             result.notes.append(f"{uid}: its columns cannot be compared (opaque now: {opaque})")
             continue
-        old = _Side(state, uid, _defs(state, uid, schemas[0], indexes[0], {}, dialect), {})
-        renames = result.renames
-        new = _Side(
-            current, uid, _defs(current, uid, schemas[1], indexes[1], renames, dialect), renames
+        old_defs = _defs(
+            state, uid, schema=schemas[0], index=indexes[0], renames={}, dialect=dialect
         )
-        found = _diff(uid, before, after, old, new, result.renames)
+        old = _Side(state, uid, old_defs, {})
+        renames = result.renames
+        new_defs = _defs(
+            current, uid, schema=schemas[1], index=indexes[1], renames=renames, dialect=dialect
+        )
+        new = _Side(current, uid, new_defs, renames)
+        found = _diff(uid, before, after, sides=(old, new), renames=result.renames)
         if not found:
             result.notes.append(
                 f"{uid}: compiled SQL changed, no column's definition did (its rows may have)"
@@ -143,6 +147,7 @@ def compare(state: Build, current: Build, *, dialect: str = "duckdb") -> Compari
 def _defs(
     build: Build,
     uid: str,
+    *,
     schema: MappingSchema,
     index: Mapping[tuple[str, str, str], str],
     renames: Mapping[Key, str],
@@ -158,10 +163,11 @@ def _diff(
     uid: str,
     before: Mapping[str, str],
     after: Mapping[str, str],
-    old: _Side,
-    new: _Side,
+    *,
+    sides: tuple[_Side, _Side],
     renames: dict[Key, str],
 ) -> list[ColumnChange]:
+    old, new = sides
     out: list[ColumnChange] = []
     gone = [c for c in before if c not in after]
     fresh = [c for c in after if c not in before]

@@ -108,7 +108,6 @@ def definitions(
         nodes = lineage(None, sql, schema=schema, dialect=dialect)
     except (SqlglotError, RecursionError) as e:
         return Definitions({}, problem=str(e).splitlines()[0][:200] if str(e) else repr(e))
-    assert isinstance(nodes, dict)
     memo: dict[int, str] = {}
     out: dict[str, str] = {}
     for name, node in nodes.items():

@@ -17,7 +17,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Final, Protocol
 
 from sqlglot.schema import MappingSchema
 
@@ -27,9 +27,19 @@ from dbt_oml.lineage.model import (
     ModelLineage,
     build_schema,
 )
-from dbt_oml.lineage.workers import MODEL_TIMEOUT, Analyse, analyse_one, analyse_parallel
+from dbt_oml.lineage.workers import (
+    MODEL_TIMEOUT,
+    Analyse,
+    WorkerSetup,
+    analyse_one,
+    analyse_parallel,
+)
 
 logger = logging.getLogger(__name__)
+
+#: `_order`'s marks: a node's parents are being walked / the node is placed in the order.
+_VISITING: Final = 1
+_PLACED: Final = 2
 
 #: Columns of a relation as (name, type) pairs; None when nothing is known.
 ColumnLookup = Callable[[Node], tuple[Column, ...] | None]
@@ -70,13 +80,13 @@ def _order(artifacts: RunArtifacts, wanted: set[str]) -> list[Node]:
             if node is None or node.resource_type not in ANALYSED_TYPES:
                 continue
             if expanded:
-                if state.get(current) != 2:
-                    state[current] = 2
+                if state.get(current) != _PLACED:
+                    state[current] = _PLACED
                     out.append(node)
                 continue
             if state.get(current):
                 continue
-            state[current] = 1
+            state[current] = _VISITING
             stack.append((current, True))
             stack.extend((p, False) for p in reversed(node.depends_on) if not state.get(p))
     return out
@@ -165,7 +175,7 @@ def known_columns(
 PARALLEL_THRESHOLD = 200
 
 
-def analyse_models(
+def analyse_models(  # noqa: PLR0913 - keyword-only options with defaults; 30 call sites
     artifacts: RunArtifacts,
     *,
     wanted: set[str],
@@ -272,18 +282,19 @@ class _Analysis:
 
     def parallel(self, jobs: list[_Job], *, workers: int, timeout: float) -> set[str]:
         """Analyse jobs in worker processes; the unique_ids done ({} when no pool can start)."""
-        done = analyse_parallel(
-            [(n.unique_id, sql) for n, sql, _ in jobs],
+        setup = WorkerSetup(
             tables=self.tables.tables,
             case=self.tables.case,
             dialect=self.dialect,
             default_catalog=self.default_catalog,
-            workers=workers,
             timeout=timeout,
             analyse=self.analyse,
             own_columns={
                 n.unique_id: self.own[n.unique_id] for n, _, _ in jobs if n.unique_id in self.own
             },
+        )
+        done = analyse_parallel(
+            [(n.unique_id, sql) for n, sql, _ in jobs], setup=setup, workers=workers
         )
         if done:  # else the pool could not run here: everything goes serially
             for node, _, key in jobs:

@@ -81,15 +81,9 @@ def expand_star(
     star_node = star if isinstance(star, exp.Star) else star.this
     if star_node.args.get("rename"):
         return False
-    generated = generated_columns(source) if isinstance(source, exp.Table) else None
     explicit = {p.alias_or_name.lower() for p in select.expressions if p is not star}
-    if generated is not None:
-        columns = generated
-    elif own_columns and unknown(source):
-        if not explicit <= {c.lower() for c in own_columns}:
-            return False
-        columns = [c for c in own_columns if c.lower() not in explicit]
-    else:
+    columns = _star_columns(source, explicit, own_columns=own_columns, unknown=unknown)
+    if columns is None:
         return False
     excluded = {e.name.lower() for e in star_node.args.get("except_") or []}
     replaced = {r.alias_or_name.lower(): r for r in star_node.args.get("replace") or []}
@@ -109,6 +103,25 @@ def expand_star(
     )
     scope.clear_cache()
     return True
+
+
+def _star_columns(
+    source: exp.Table | Scope,
+    explicit: set[str],
+    *,
+    own_columns: Sequence[str],
+    unknown: Callable[[exp.Table | Scope], bool],
+) -> list[str] | None:
+    """The columns a `*` over `source` stands for: generated ones, or (`own_columns`, when the
+    source is unknown and has every other projection) the rest of the model's own; else None."""
+    generated = generated_columns(source) if isinstance(source, exp.Table) else None
+    if generated is not None:
+        return generated
+    if own_columns and unknown(source):
+        if not explicit <= {c.lower() for c in own_columns}:
+            return None
+        return [c for c in own_columns if c.lower() not in explicit]
+    return None
 
 
 def _is_star(projection: exp.Expr) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -38,6 +39,9 @@ from dbt_oml.lineage.structs import (
 )
 from dbt_oml.lineage.survey import FILE_SCAN, column_names
 from dbt_oml.lineage.types import OpaqueError
+
+#: `alias.column`: more parts than this after an alias are struct fields.
+_ALIAS_COLUMN_PARTS: Final = 2
 
 
 def resolve_names(
@@ -174,7 +178,7 @@ class _Resolver:
             if bound is not None:
                 alias, source, size = bound
                 self.need(source, parts[size])
-                if size > 1 or len(parts) > 2:
+                if size > 1 or len(parts) > _ALIAS_COLUMN_PARTS:
                     requalify(column, alias, parts[size], parts[size + 1 :])
                 continue
             if any_unknown:

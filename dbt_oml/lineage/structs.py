@@ -8,10 +8,14 @@ Pure: works on sqlglot DataTypes (from the schema: catalog.json types such as
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Final
 
 from sqlglot import exp
 
 from dbt_oml.lineage.types import OpaqueError
+
+#: A MAP type's parameters: key type, value type.
+_MAP_PARAMS: Final = 2
 
 #: The type of a column reference, as the caller resolves it; None when unknown.
 ColumnType = Callable[[exp.Column], exp.DataType | None]
@@ -37,14 +41,19 @@ def type_of(node: exp.Expr, column_type: ColumnType) -> exp.DataType | None:
     if isinstance(node, exp.StructExtract) and isinstance(node.expression, exp.Literal):
         return field_type(type_of(node.this, column_type), node.expression.name)
     if isinstance(node, exp.Bracket) and len(node.expressions) == 1:
-        key = node.expressions[0]
-        inner = type_of(node.this, column_type)
-        if isinstance(key, exp.Literal) and key.is_string:
-            return field_type(inner, key.name)
-        return element_type(inner)
+        return _bracket_type(node, column_type)
     if isinstance(node, exp.Explode):
         return element_type(type_of(node.this, column_type))
     return None
+
+
+def _bracket_type(node: exp.Bracket, column_type: ColumnType) -> exp.DataType | None:
+    """`c['a']` (a field) or `c[1]` (an element)."""
+    key = node.expressions[0]
+    inner = type_of(node.this, column_type)
+    if isinstance(key, exp.Literal) and key.is_string:
+        return field_type(inner, key.name)
+    return element_type(inner)
 
 
 def fields(kind: exp.DataType) -> Iterator[tuple[exp.Identifier, exp.DataType]]:
@@ -59,7 +68,7 @@ def field_type(kind: exp.DataType | None, name: str) -> exp.DataType | None:
         return None
     if kind.is_type(exp.DType.JSON):
         return kind
-    if kind.is_type(exp.DType.MAP) and len(kind.expressions) == 2:
+    if kind.is_type(exp.DType.MAP) and len(kind.expressions) == _MAP_PARAMS:
         value = kind.expressions[1]
         return value if isinstance(value, exp.DataType) else None
     if not kind.is_type(exp.DType.STRUCT):

@@ -19,6 +19,8 @@ from dbt_oml.lineage.types import Transformation
 
 #: The version of the JSON document; bumped only if a key is renamed or removed.
 DOCUMENT_VERSION: Final = 1
+#: A source's unique id: source.<project>.<source_name>.<table_name>.
+_SOURCE_ID_PARTS: Final = 4
 Direction = Literal["upstream", "downstream"]
 
 
@@ -185,7 +187,7 @@ def _names_of(node: GraphNode) -> list[str]:
     names = [node.name]
     if node.kind == "source":
         parts = node.id.split(".")
-        if len(parts) >= 4:
+        if len(parts) >= _SOURCE_ID_PARTS:
             names.append(".".join(parts[-2:]))  # source_name.table_name
     return names
 
@@ -324,7 +326,7 @@ def answer(view: LineageView, query: Query) -> Answer:
         SelectionError: unknown model or column, or upstream of an opaque model.
     """
     if query.model is None:
-        doc = _document(None, query, {}, {}, view.graph, None)
+        doc = _document(None, query, up={}, down={}, graph=view.graph, keep=None)
         return Answer(None, {}, {}, doc)
     node = view.find_node(query.model)
     if query.column is not None:
@@ -340,7 +342,7 @@ def answer(view: LineageView, query: Query) -> Answer:
         c: view.tree(node.id, c, "downstream", query.options) for c in columns if query.downstream
     }
     keep = {node.id} | {h for trees in (up, down) for hops in trees.values() for h in _ids(hops)}
-    doc = _document(node, query, up, down, view.graph, keep)
+    doc = _document(node, query, up=up, down=down, graph=view.graph, keep=keep)
     return Answer(node, up, down, doc)
 
 
@@ -353,6 +355,7 @@ def _ids(hops: tuple[Hop, ...]) -> Iterable[str]:
 def _document(
     node: GraphNode | None,
     query: Query,
+    *,
     up: dict[str, tuple[Hop, ...]],
     down: dict[str, tuple[Hop, ...]],
     graph: ColumnGraph,
@@ -379,7 +382,11 @@ def _direction(query: Query) -> str:
 
 def text_lines(result: Answer) -> list[str]:
     """Every tree of an answer as text lines, upstream first."""
-    assert result.root is not None
+    if result.root is None:
+        raise SelectionError(
+            what="lineage",
+            reason="the text view needs a MODEL (the whole project: --json or --html)",
+        )
     lines: list[str] = []
     for column, hops in result.upstream.items():
         lines += as_text(result.root.id, column, hops, "upstream")

@@ -234,19 +234,7 @@ class Tracer:
     def _expression_inputs(self, scope: Scope, projection: exp.Expr) -> Inputs:
         select = scope.expression
         merged: Inputs = {}
-        found: list[tuple[exp.Expr, Transformation | None]] = []
-        subqueries: list[exp.Subquery] = []
-        for node in projection.walk():  # one pass: columns, named windows, scalar subqueries
-            if isinstance(node, exp.Column):
-                found.append((node, None))
-            elif isinstance(node, exp.Window):
-                spec = _named_window(select, node)  # WINDOW w AS (...) lives outside the select
-                if spec is not None:
-                    found += [
-                        (c, Transformation(INDIRECT, "WINDOW")) for c in spec.find_all(exp.Column)
-                    ]
-            elif isinstance(node, exp.Subquery):
-                subqueries.append(node)
+        found, subqueries = _projection_parts(select, projection)
         owned = self.owned(scope)
         for column, fixed in found:
             if isinstance(column.this, exp.Star) or id(column) not in owned:
@@ -316,6 +304,27 @@ def output_names(scope: Scope) -> list[str]:
     return (
         [s.alias_or_name for s in expression.selects] if isinstance(expression, exp.Select) else []
     )
+
+
+def _projection_parts(
+    select: exp.Expr, projection: exp.Expr
+) -> tuple[list[tuple[exp.Expr, Transformation | None]], list[exp.Subquery]]:
+    """In one pass over a projection: its columns (a named window's as INDIRECT WINDOW, the
+    rest with no fixed transformation) and its scalar subqueries."""
+    found: list[tuple[exp.Expr, Transformation | None]] = []
+    subqueries: list[exp.Subquery] = []
+    for node in projection.walk():
+        if isinstance(node, exp.Column):
+            found.append((node, None))
+        elif isinstance(node, exp.Window):
+            spec = _named_window(select, node)  # WINDOW w AS (...) lives outside the select
+            if spec is not None:
+                found += [
+                    (c, Transformation(INDIRECT, "WINDOW")) for c in spec.find_all(exp.Column)
+                ]
+        elif isinstance(node, exp.Subquery):
+            subqueries.append(node)
+    return found, subqueries
 
 
 def _named_window(select: exp.Expr, window: exp.Window) -> exp.Expr | None:

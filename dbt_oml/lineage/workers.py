@@ -19,7 +19,7 @@ import threading
 import types
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol
 
 from sqlglot.schema import MappingSchema
@@ -131,21 +131,36 @@ class _Worker:
     own_columns: Mapping[str, tuple[str, ...]]
 
 
+@dataclass(frozen=True, kw_only=True)
+class WorkerSetup:
+    """What the worker processes analyse with: each gets it once, as it starts."""
+
+    tables: Tables
+    case: Mapping[str, str]
+    dialect: str
+    default_catalog: str | None
+    timeout: float = MODEL_TIMEOUT
+    analyse: Analyse = analyse_one
+    own_columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
 #: Set once in each worker process by `_start` (the schema is built there once, not per task).
 _WORKER: list[_Worker] = []
 
 
-def _start(
-    tables: Tables,
-    case: Mapping[str, str],
-    dialect: str,
-    default_catalog: str | None,
-    timeout: float,
-    analyse: Analyse,
-    own_columns: Mapping[str, tuple[str, ...]],
-) -> None:
-    schema = build_schema(tables, dialect=dialect)
-    _WORKER[:] = [_Worker(schema, case, dialect, default_catalog, timeout, analyse, own_columns)]
+def _start(setup: WorkerSetup) -> None:
+    schema = build_schema(setup.tables, dialect=setup.dialect)
+    _WORKER[:] = [
+        _Worker(
+            schema,
+            setup.case,
+            setup.dialect,
+            setup.default_catalog,
+            setup.timeout,
+            setup.analyse,
+            setup.own_columns,
+        )
+    ]
 
 
 def _bounded(worker: _Worker, unique_id: str, sql: str) -> Outcome:
@@ -187,16 +202,7 @@ def _main_not_imported() -> Iterator[None]:
 
 
 def analyse_parallel(
-    jobs: list[tuple[str, str]],
-    *,
-    tables: Tables,
-    case: Mapping[str, str],
-    dialect: str,
-    default_catalog: str | None,
-    workers: int,
-    timeout: float = MODEL_TIMEOUT,
-    analyse: Analyse = analyse_one,
-    own_columns: Mapping[str, tuple[str, ...]] | None = None,
+    jobs: list[tuple[str, str]], *, setup: WorkerSetup, workers: int
 ) -> dict[str, Outcome]:
     """(unique_id, sql) jobs analysed in spawned worker processes; {} when no pool can start.
 
@@ -208,13 +214,12 @@ def analyse_parallel(
     chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
     context = multiprocessing.get_context("spawn")  # never fork a process that ran dbt's threads
     initargs = (
-        dict(tables),
-        dict(case),
-        dialect,
-        default_catalog,
-        timeout,
-        analyse,
-        dict(own_columns or {}),
+        replace(
+            setup,
+            tables=dict(setup.tables),
+            case=dict(setup.case),
+            own_columns=dict(setup.own_columns),
+        ),
     )
     try:
         with _main_not_imported():
@@ -222,7 +227,7 @@ def analyse_parallel(
     except OSError as e:  # e.g. no importable __main__ (embedded Python), no semaphores
         logger.debug("lineage worker processes unavailable (%s); analysing serially", e)
         return {}
-    patience = CHUNK * timeout + SLACK
+    patience = CHUNK * setup.timeout + SLACK
     done: dict[str, Outcome] = {}
     with pool:  # leaving terminates the workers, a hung one included
         results = pool.imap_unordered(_run_chunk, chunks)
