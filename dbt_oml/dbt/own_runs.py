@@ -9,23 +9,30 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_lock = threading.Lock()
-_wrapper_runs = 0
+
+class _OwnRuns:
+    """How many of dbt-oml's own dbt runs are under way in this process, behind a lock."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.count = 0
+
+
+_runs = _OwnRuns()
 
 
 @contextmanager
 def suppressed() -> Iterator[None]:
     """dbt runs inside this block (dbt-oml's own) leave the plugin inert: no events twice."""
-    global _wrapper_runs
-    with _lock:
-        _wrapper_runs += 1
+    with _runs.lock:
+        _runs.count += 1
     try:
         yield
     finally:
-        with _lock:
-            _wrapper_runs -= 1
+        with _runs.lock:
+            _runs.count -= 1
 
 
 def in_own_run() -> bool:
     """Whether a dbt run of dbt-oml's own is under way in this process."""
-    return _wrapper_runs > 0
+    return _runs.count > 0

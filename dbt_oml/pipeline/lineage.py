@@ -9,6 +9,7 @@ import csv
 import logging
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from dbt_oml.artifacts import (
@@ -65,14 +66,21 @@ def prune_cache(cache: DiskCache, artifacts: RunArtifacts, wanted: set[str]) -> 
         logger.debug("lineage cache: %d stale entries removed", removed)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProjectPlace:
+    """Where a dbt project's lineage is made: its folders, SQL dialect and default catalog."""
+
+    project_root: Path
+    target_path: Path
+    dialect: str
+    default_catalog: str | None
+
+
 def column_lineage_for(
     settings: Settings,
     artifacts: RunArtifacts,
     *,
-    project_root: Path,
-    target_path: Path,
-    dialect: str,
-    default_catalog: str | None,
+    place: ProjectPlace,
     report: Report,
     progress: Progress | None = None,
     extra: ColumnLookup | None = None,
@@ -99,13 +107,13 @@ def column_lineage_for(
     todo = wanted - set(done) - set(report.opaque)
     if not todo:
         return _checked(settings, report, wanted, done)
-    cache = DiskCache(target_path / STATE_DIR / "lineage-cache")
+    cache = DiskCache(place.target_path / STATE_DIR / "lineage-cache")
     result = analyse_models(
         artifacts,
         wanted=todo,
-        dialect=dialect,
-        default_catalog=default_catalog,
-        seed_headers=seed_headers(artifacts.manifest, project_root),
+        dialect=place.dialect,
+        default_catalog=place.default_catalog,
+        seed_headers=seed_headers(artifacts.manifest, place.project_root),
         cache=cache,
         workers=min(os.cpu_count() or 1, 8),
         progress=progress,

@@ -40,7 +40,7 @@ from dbt_oml.pipeline.catalog import (
     catalog_lookup,
     keep_build_artifacts,
 )
-from dbt_oml.pipeline.lineage import column_lineage_for
+from dbt_oml.pipeline.lineage import ProjectPlace, column_lineage_for
 from dbt_oml.pipeline.run_state import (
     Progress,
     Report,
@@ -82,7 +82,7 @@ class LiveEmitter:
         try:
             emitter, where = make_emitter(self.settings, context.target_path)
         except ConfigError as e:  # the plugin: dbt runs on, every event goes to the outbox
-            logger.error("%s; events are kept in %s", e, outbox)
+            logger.error("%s; events are kept in %s", e, outbox)  # noqa: TRY400 - user's config, no traceback
             emitter, where = Unconfigured(str(e)), "nowhere (transport not configured)"
         self.report.destination = where
         self.delivery = Delivery(emitter, outbox=outbox, target=where)
@@ -133,8 +133,18 @@ class LiveEmitter:
         manifest = read_manifest(context.target_path / "manifest.json")
         self.live_catalog = live_catalog(manifest, now=datetime.now(timezone.utc))
 
+    def wired(self) -> tuple[DbtContext, EventBuilder, Delivery]:
+        """The context, builder and delivery that on_invocation set up.
+
+        Raises:
+            DbtOmlError: dbt has not started an invocation (events asked for before dbt ran).
+        """
+        if self.context is None or self.builder is None or self.delivery is None:
+            raise DbtOmlError("no dbt invocation has started: there is nothing to send events for")
+        return self.context, self.builder, self.delivery
+
     def _load_manifest(self, context: DbtContext) -> None:
-        assert self.builder is not None
+        _, builder, _ = self.wired()
         try:
             manifest = read_manifest(context.target_path / "manifest.json")
         except ArtifactError as e:
@@ -146,12 +156,12 @@ class LiveEmitter:
                 "(--no-write-json?)"
             )
             return
-        self.builder.manifest = manifest
+        builder.manifest = manifest
 
     def _send(self, event: RunEvent) -> None:
-        assert self.delivery is not None
+        _, _, delivery = self.wired()
         self.report.events_built += 1
-        self.delivery.send(event)
+        delivery.send(event)
 
 
 def build(
@@ -237,9 +247,8 @@ def finish(
     nothing, a parse error) only the invocation's run is ended. With --dry-run, the report
     also gets the OpenMetadata bootstrap plan for the console.
     """
-    builder, delivery, report = live.builder, live.delivery, live.report
-    assert builder is not None
-    assert delivery is not None
+    _, builder, delivery = live.wired()
+    report = live.report
     if artifacts is not None and artifacts.run_results is not None:
         # the end as run_results.json records it, as `dbt-oml emit` reads it: the same run then
         # always gives the same events (and the same JetStream de-duplication ids)
@@ -250,7 +259,14 @@ def finish(
                 report.events_built += 1
                 delivery.send(builder.parent_end(at=ended_at, error=error))
             else:
-                _terminal_events(live, artifacts, node_starts, ended_at, error, progress)
+                _terminal_events(
+                    live,
+                    artifacts,
+                    node_starts=node_starts,
+                    ended_at=ended_at,
+                    error=error,
+                    progress=progress,
+                )
         except DbtOmlError as e:
             report.problems.append(str(e))
             report.events_built += 1
@@ -269,6 +285,7 @@ def finish(
 def _terminal_events(
     live: LiveEmitter,
     artifacts: RunArtifacts,
+    *,
     node_starts: Mapping[str, datetime],
     ended_at: datetime,
     error: str | None,
@@ -276,17 +293,16 @@ def _terminal_events(
 ) -> None:
     """The enriched end of every node and of the invocation, each built, sent and dropped."""
     settings, report = live.settings, live.report
-    builder, delivery, ctx = live.builder, live.delivery, live.context
-    assert builder is not None
-    assert delivery is not None
-    assert ctx is not None
+    ctx, builder, delivery = live.wired()
     lineage = column_lineage_for(
         settings,
         artifacts,
-        project_root=ctx.project_root,
-        target_path=ctx.target_path,
-        dialect=ctx.adapter_type,
-        default_catalog=ctx.catalogs[0].alias if ctx.catalogs else None,
+        place=ProjectPlace(
+            project_root=ctx.project_root,
+            target_path=ctx.target_path,
+            dialect=ctx.adapter_type,
+            default_catalog=ctx.catalogs[0].alias if ctx.catalogs else None,
+        ),
         report=report,
         progress=progress,
         extra=catalog_lookup(delivery.emitter, builder),
@@ -320,9 +336,9 @@ def _send_terminal(live: LiveEmitter, event: RunEvent) -> None:
         return
     if event.eventType is not RunState.START and event.run.runId in live.sent_ends:
         return
-    assert live.delivery is not None
+    _, _, delivery = live.wired()
     live.report.events_built += 1
-    live.delivery.send(event)
+    delivery.send(event)
 
 
 def _aborts(

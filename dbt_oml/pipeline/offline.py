@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from dbt_oml.artifacts import RunArtifacts, failure_summary, read_artifacts
+from dbt_oml.artifacts import RunArtifacts, RunResults, failure_summary, read_artifacts
 from dbt_oml.config import Settings
 from dbt_oml.dbt.project import ProjectOptions, ResolvedProject, resolve_project
 from dbt_oml.delivery.emitter import Delivery, read_outbox
@@ -21,7 +21,7 @@ from dbt_oml.events.builder import iter_events
 from dbt_oml.events.invocation import Invocation
 from dbt_oml.lineage.cache import DiskCache
 from dbt_oml.lineage.view import LineageView
-from dbt_oml.pipeline.lineage import column_lineage_for, project_graph
+from dbt_oml.pipeline.lineage import ProjectPlace, column_lineage_for, project_graph
 from dbt_oml.pipeline.run_state import (
     STATE_DIR,
     Report,
@@ -38,14 +38,18 @@ from dbt_oml.pipeline.run_state import (
 logger = logging.getLogger(__name__)
 
 
-def _invocation(project: ResolvedProject, artifacts: RunArtifacts) -> Invocation:
-    results = artifacts.run_results
-    if results is None:
+def _run_results(project: ResolvedProject, artifacts: RunArtifacts) -> RunResults:
+    if artifacts.run_results is None:
         raise ArtifactError(
             path=str(project.target_path / "run_results.json"),
             reason="not found",
             hint="run dbt (or dbt-oml) first",
         )
+    return artifacts.run_results
+
+
+def _invocation(project: ResolvedProject, artifacts: RunArtifacts) -> Invocation:
+    results = _run_results(project, artifacts)
     return Invocation(
         invocation_id=results.invocation_id or artifacts.manifest.invocation_id or "unknown",
         started_at=results.invocation_started_at
@@ -72,16 +76,17 @@ def _emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
     artifacts = read_artifacts(project.target_path)
     report.problems += artifacts.problems
     invocation = _invocation(project, artifacts)
-    results = artifacts.run_results
-    assert results is not None
+    results = _run_results(project, artifacts)
     failed = [r for r in results.results if r.status in {"error", "fail"}]
     lineage = column_lineage_for(
         settings,
         artifacts,
-        project_root=project.project_dir,
-        target_path=project.target_path,
-        dialect=project.adapter_type,
-        default_catalog=project.catalogs[0].alias if project.catalogs else None,
+        place=ProjectPlace(
+            project_root=project.project_dir,
+            target_path=project.target_path,
+            dialect=project.adapter_type,
+            default_catalog=project.catalogs[0].alias if project.catalogs else None,
+        ),
         report=report,
     )
     emitter, report.destination = make_emitter(settings, project.target_path)
