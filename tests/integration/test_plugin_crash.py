@@ -91,6 +91,7 @@ def test_sigkill_halfway_keeps_every_finished_models_complete(tmp_path: Path) ->
     finally:
         proc.kill()
         proc.wait()
+        proc.stdout.close()
     assert proc.returncode == -signal.SIGKILL
     finished += _OK.findall(rest)
     assert MODELS // 2 <= len(finished) < MODELS
