@@ -95,6 +95,20 @@ def test_the_file_transport_writes_what_the_clients_writes(
     assert ours.read_bytes() == theirs.read_bytes()
 
 
+def test_a_new_events_file_is_private_an_existing_one_keeps_its_mode(
+    mini_target: Path, tmp_path: Path
+) -> None:
+    new, shared = tmp_path / "new.jsonl", tmp_path / "shared.jsonl"
+    shared.touch(mode=0o640)
+    shared.chmod(0o640)
+    event = _events(mini_target)[0]
+    for path in (new, shared):
+        FileTransport(FileConfig(log_file_path=str(path), append=True)).emit(event)
+    assert new.stat().st_mode & 0o777 == 0o600
+    assert shared.stat().st_mode & 0o777 == 0o640
+    assert new.read_bytes() == shared.read_bytes()
+
+
 def test_the_factory_gives_the_fast_file_transport(tmp_path: Path) -> None:
     config = {"transport": {"type": "file", "log_file_path": str(tmp_path / "e"), "append": True}}
     client = OpenLineageClient(config=config, factory=build_transport_factory())
