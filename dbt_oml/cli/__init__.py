@@ -1,10 +1,16 @@
 """The `dbt-oml` command: run dbt with OpenLineage events, or send events from artifacts.
 
 A click group (group.py): dbt-oml's own commands, one module per family (emit.py: emit, replay,
-flush; relay.py; lineage.py; impact.py), and dbt for every other name (dbt_commands.py). The only
-package that prints, configures logging, reads the process environment (through
-config.load_settings) and decides exit codes; `main` is the single catch-all. Nothing in dbt_oml
-may import it (it is the top layer).
+flush; relay.py; lineage.py; impact.py), and dbt for every other name (dbt_commands.py).
+
+Who prints: this package writes the lineage and impact reports, --version and --help to stdout
+(click.echo); every other line goes through pipeline/console.py (log lines, progress, the
+end-of-run summary on stderr, --dry-run's JSON on stdout), which the dbt plugin shares, and the
+plugin's own warnings through plugin/notice.py (stderr). Nothing else in dbt_oml prints. Logging is
+set up by console.setup_logging, called from here (options.py) or from the plugin's session. This
+package hands the process environment to config.load_settings (the plugin's entry does the same
+inside a plain `dbt`), alone decides exit codes, and `main` is the single catch-all. Nothing in
+dbt_oml may import it (it is the top layer).
 """
 
 from __future__ import annotations

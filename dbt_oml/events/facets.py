@@ -1,9 +1,12 @@
 """Facet builders: turn artifact views into openlineage-python facet objects.
 
-Pure: no I/O. Uses the client's facet_v2 classes; the only facets defined here are dbt-ol's
-custom `dbt_version` and `dbt_run`, kept field-for-field so consumers of dbt-ol keep working. Their
+Pure: no I/O. Uses the client's facet_v2 classes; three facets are defined here. dbt-ol's custom
+`dbt_version` and `dbt_run`, kept field-for-field so consumers of dbt-ol keep working: their
 `_schemaURL` is the `$id` of dbt-ol's schema file (OpenLineage repository,
-`integration/common/src/openlineage/common/schema/`) with the facet's `#/$defs/...` fragment.
+`integration/common/src/openlineage/common/schema/`) with the facet's `#/$defs/...` fragment. And
+dbt-oml's own `dbt_oml_schema` (SchemaSourceDatasetFacet: are the `schema` facet's columns
+complete), whose `_schemaURL` is a `urn:dbt-oml:facets:...` URN resolved from dbt_oml/schemas/.
+dbt-oml's other own facets, `dbt_oml_node` and `dbt_oml_tests`, are in node_facets.py.
 """
 
 from __future__ import annotations

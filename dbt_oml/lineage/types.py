@@ -24,10 +24,6 @@ class SourceColumn(NamedTuple):
     table: str
     column: str
 
-    @property
-    def relation(self) -> tuple[str, str, str]:
-        return (self.catalog, self.schema, self.table)
-
 
 class Transformation(NamedTuple):
     """OpenLineage ColumnLineageDatasetFacet 1-2-0 transformation of one input field.

@@ -292,7 +292,7 @@ def test_a_file_source_is_attributed_to_the_source_not_its_files(mini_target: Pa
     assert (transform.type, transform.subtype) == ("DIRECT", "TRANSFORMATION")
     assert transform.description == "field _meta.params.fixture"
     ((season, _),) = edges["season"].inputs
-    assert season.relation == ("warehouse", "api", "matches")
+    assert (season.catalog, season.schema, season.table) == ("warehouse", "api", "matches")
 
 
 def test_file_sources_map_each_location_to_its_one_source(mini_target: Path) -> None:

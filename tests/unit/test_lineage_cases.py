@@ -107,7 +107,7 @@ def test_case(case: dict[str, Any]) -> None:
     for name, fields in (case.get("transformations") or {}).items():
         edge = by_name[name.lower()]
         got_tx = {
-            ".".join((*s.relation, s.column)).lower(): sorted(
+            ".".join((s.catalog, s.schema, s.table, s.column)).lower(): sorted(
                 [t.type, t.subtype, t.masking] for t in ts
             )
             for s, ts in edge.inputs
@@ -117,7 +117,9 @@ def test_case(case: dict[str, Any]) -> None:
     for name, fields in (case.get("descriptions") or {}).items():
         edge = by_name[name.lower()]
         got_text = {
-            ".".join((*s.relation, s.column)).lower(): sorted(t.description for t in ts)
+            ".".join((s.catalog, s.schema, s.table, s.column)).lower(): sorted(
+                t.description for t in ts
+            )
             for s, ts in edge.inputs
         }
         for field, want in fields.items():
