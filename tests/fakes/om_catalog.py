@@ -5,7 +5,8 @@
   read-only here (POST/PUT on them are not modelled: 405).
 - D2 owners: a reference needs `id` and `type`; a user, or a team of type Group, by id; OM's
   three owner messages otherwise.
-- D3 labels: every tag label (tables, columns, data models, test cases) names an existing tag
+- D3 labels: every tag label (tables, columns, data models, test cases) has TagLabel's required
+  `source`, `labelType` and `state` from their enums (400; a PATCH too) and names an existing tag
   (source Classification) or glossary term (source Glossary), else 404.
 - D4 classifications (generic PUT/POST) and tags: a tag lives under its `classification` or its
   `parent` tag, which must exist (404); FQN `<classification>.<name>` (quoted when dotted).
@@ -144,11 +145,27 @@ def check_owners(fake: FakeOpenMetadata, refs: Any) -> list[dict[str, Any]]:
     return out
 
 
+#: TagLabel's enums (ref §9.2; `$defs/TagLabel` of the derived table schema), all required.
+LABEL_ENUMS = {
+    "source": ("Classification", "Glossary"),
+    "labelType": ("Manual", "Propagated", "Automated", "Derived", "Generated"),
+    "state": ("Suggested", "Confirmed"),
+}
+
+
 def check_labels(fake: FakeOpenMetadata, labels: Any) -> None:
-    """D3: a label names an existing tag or glossary term (404 otherwise)."""
+    """D3: a label is a TagLabel (tagFQN and the three enums, as the schema says; this also
+    holds for a PATCH, which no schema check sees) naming an existing tag or glossary term
+    (404 otherwise). An enum value OM does not know fails Jackson's binding: 400 (text [I])."""
     for label in labels or []:
         if not isinstance(label, dict) or not label.get("tagFQN"):
             raise OMError(400, "[query param tagFQN must not be null]", rule="required")
+        for key, allowed in LABEL_ENUMS.items():
+            if label.get(key) is None:
+                raise OMError(400, f"[query param {key} must not be null]", rule="required")
+            if label[key] not in allowed:
+                detail = f"tags: {label[key]!r} is not one of {list(allowed)} ({key})"
+                raise OMError(400, "Invalid request format", rule="format", detail=detail)
         fqn = str(label["tagFQN"])
         kind = "glossaryTerm" if label.get("source") == "Glossary" else "tag"
         if fake.entity(kind, fqn) is None:

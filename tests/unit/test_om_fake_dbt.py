@@ -191,6 +191,35 @@ def test_d3_labels_must_name_existing_tags_and_terms() -> None:
     assert said(call(fake, "PUT", "tables", table)) == (404, "tag instance for nope.y not found")
 
 
+@pytest.mark.parametrize(
+    ("change", "status", "text"),
+    [
+        ({"labelType": "Automatic"}, 400, "Invalid request format"),
+        ({"labelType": "automated"}, 400, "Invalid request format"),  # enums are case-sensitive
+        ({"state": "Accepted"}, 400, "Invalid request format"),
+        ({"source": "Tag"}, 400, "Invalid request format"),
+        ({"labelType": None}, 400, "[query param labelType must not be null]"),
+        ({"labelType": "Manual", "state": "Confirmed"}, 200, ""),
+    ],
+)
+def test_d3_a_patched_label_is_a_tag_label_of_the_schema(
+    change: dict[str, Any], status: int, text: str
+) -> None:
+    fake = om()
+    path = f"tables/{table_id(fake)}"
+    bad = {k: v for k, v in {**label("PII.Sensitive"), **change}.items() if v is not None}
+    for op in (
+        {"op": "add", "path": "/tags/0", "value": bad},
+        {"op": "add", "path": "/columns/0/tags", "value": [bad]},
+    ):
+        reply = call(fake, "PATCH", path, [op])
+        assert said(reply) == (status, text), reply.json()
+    held = fake.entity("table", TABLE)
+    assert held is not None
+    assert bool(held.get("tags")) == (status == 200)  # a refused patch changes nothing
+    assert bool(held["columns"][0].get("tags")) == (status == 200)
+
+
 # -- D4 classifications and tags -------------------------------------------------------------
 
 
