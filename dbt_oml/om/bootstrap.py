@@ -128,16 +128,14 @@ class Bootstrap:
 
     def _owned_service(self, namespace: str) -> str | None:
         """The service of a namespace dbt-oml owns, as OM spells it (None: foreign, or none)."""
-        name, owned_prefix, mapped = self.mapping.service(namespace)
+        name, owned_prefix, _ = self.mapping.service(namespace)
         if name is None or not owned_prefix:
             return None
         services = self._database_services()
         actual = name if name in services else {s.lower(): s for s in services}.get(name.lower())
         if actual is None:
             return None
-        service = services[actual]
-        legacy = not mapped and service.get("serviceType") == "CustomDatabase"
-        return actual if is_managed(service) or legacy else None
+        return actual if is_managed(services[actual]) else None
 
     # -- ensure ------------------------------------------------------------------------------
 
@@ -218,7 +216,7 @@ class Bootstrap:
 
     def _service(self, ref: TableRef, report: BootstrapReport) -> tuple[str, bool] | None:
         """(service as OM spells it, owned by dbt-oml?) or None when there is none to use."""
-        name, owned_prefix, mapped = self.mapping.service(ref.namespace)
+        name, owned_prefix, _ = self.mapping.service(ref.namespace)
         if name is None:
             self._once(
                 report,
@@ -248,9 +246,9 @@ class Bootstrap:
             self._create_service(name, ref.namespace, report)
             report.services[ref.namespace] = name
             return name, True
-        service = services[actual]
-        legacy = not mapped and service.get("serviceType") == "CustomDatabase"
-        owned = owned_prefix and (is_managed(service) or legacy)
+        # the mark alone makes a service dbt-oml's: an unmarked one is foreign, even when it is
+        # a CustomDatabase named exactly as dbt-oml would have named it
+        owned = owned_prefix and is_managed(services[actual])
         if owned_prefix and not owned:
             self._once(
                 report,

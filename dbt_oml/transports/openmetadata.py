@@ -39,18 +39,12 @@ from dbt_oml.om.client import OpenMetadataClient
 from dbt_oml.om.dbt_metadata import TABLE_FIELDS, DbtMetadata
 from dbt_oml.om.event_check import event_problem
 from dbt_oml.om.names import TABLE_NAME_PARTS, fqn, sample
-from dbt_oml.om.prepare import Prepared, has_column_lineage, om_time, prepare
+from dbt_oml.om.prepare import Prepared, om_time, prepare
 from dbt_oml.om.retry import RetryBudget
-from dbt_oml.om.tables import table_ref
 from dbt_oml.redaction import redact
 from dbt_oml.transports.openmetadata_config import OpenMetadataConfig
-from dbt_oml.transports.openmetadata_outcome import (
-    Outcome,
-    holds_column_lineage,
-    outputs_of,
-    processed_by_om,
-    unresolved,
-)
+from dbt_oml.transports.openmetadata_guard import LineageGuard
+from dbt_oml.transports.openmetadata_outcome import Outcome, processed_by_om, unresolved
 
 logger = logging.getLogger(__name__)
 #: OM's defaults when its settings cannot be read (ref §2.9): COMPLETE only, pipeline service.
@@ -88,12 +82,13 @@ class OpenMetadataTransport(Transport):
         self._buffer: list[dict[str, Any]] = []
         self._settings: Mapping[str, Any] | None = None
         self._bootstrap: Bootstrap | None = None
-        self._upstream: dict[str, dict[str, bool]] = {}
+        self.guard = LineageGuard(
+            lambda table: self.budget.call(lambda: self.client.upstream_edges(table))
+        )
         self._dbt: DbtMetadata | None = None
         self.delivered = 0
         self.undelivered = 0
         self.reasons: Counter[str] = Counter()
-        self.guarded: set[str] = set()
         self.dropped_inputs: set[str] = set()
         self.outbox: Path | None = None
 
@@ -141,6 +136,11 @@ class OpenMetadataTransport(Transport):
             self._keep([events[index]], reason)
         for index, reason in outcome.rejected:
             self._keep([events[index]], reason, rejected=True)
+
+    @property
+    def guarded(self) -> set[str]:
+        """Tables whose OM column lineage the per-model guard kept this run."""
+        return self.guard.guarded
 
     def reset_budget(self) -> None:
         """A fresh retry budget (a long-running relay starts one per batch)."""
@@ -218,6 +218,7 @@ class OpenMetadataTransport(Transport):
             )
         if not processed:
             return outcome
+        self.guard.start(report.services, self._bootstrapper().mapping)
         plans = {i: self._prepare(events[i], report) for i in processed}
         to_post = [i for i in processed if plans[i].postable]
         outcome.delivered += [i for i in processed if not plans[i].postable]
@@ -226,7 +227,7 @@ class OpenMetadataTransport(Transport):
         return outcome
 
     def _prepare(self, event: Mapping[str, Any], report: BootstrapReport) -> Prepared:
-        protected = self._protected(event, report)
+        protected = set() if self.config.allow_empty_column_lineage else self.guard.protected(event)
         prepared = prepare(
             event,
             services=report.services,
@@ -235,31 +236,6 @@ class OpenMetadataTransport(Transport):
         )
         self.dropped_inputs.update(prepared.dropped)
         return prepared
-
-    def _protected(self, event: Mapping[str, Any], report: BootstrapReport) -> set[tuple[str, str]]:
-        """Inputs whose edge OM holds column lineage for, which this event would erase."""
-        outputs = outputs_of(event)
-        if self.config.allow_empty_column_lineage or all(has_column_lineage(o) for o in outputs):
-            return set()
-        guarded: set[tuple[str, str]] = set()
-        for output in outputs:
-            ref = table_ref(output)
-            service = report.services.get(str(output.get("namespace")))
-            if ref is None or service is None or has_column_lineage(output):
-                continue
-            table = fqn(service, ref.database, ref.schema, ref.table)
-            held = self._upstream_of(table)
-            for dataset in event.get("inputs") or []:
-                source = table_ref(dataset)
-                if source is not None and holds_column_lineage(held, source, report):
-                    guarded.add((str(dataset["namespace"]), str(dataset["name"])))
-                    self.guarded.add(table)
-        return guarded
-
-    def _upstream_of(self, table: str) -> dict[str, bool]:
-        if table not in self._upstream:
-            self._upstream[table] = self.budget.call(lambda: self.client.upstream_edges(table))
-        return self._upstream[table]
 
     def _post(
         self,
@@ -388,12 +364,12 @@ class OpenMetadataTransport(Transport):
                 len(self.dropped_inputs),
                 sample(sorted(self.dropped_inputs)),
             )
-        if self.guarded:
+        if self.guard.guarded:
             logger.info(
                 "kept the column lineage OpenMetadata holds on edges into %d table(s) whose "
                 "model has none in this run (%s); --allow-empty-column-lineage replaces it",
-                len(self.guarded),
-                sample(sorted(self.guarded)),
+                len(self.guard.guarded),
+                sample(sorted(self.guard.guarded)),
             )
 
 

@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbt_oml.om.bootstrap import BootstrapReport
-from dbt_oml.om.names import fqn
-from dbt_oml.om.tables import TableRef
 
 
 @dataclass(slots=True)
@@ -30,17 +28,6 @@ def processed_by_om(event: Mapping[str, Any], allowed: set[str]) -> bool:
 def outputs_of(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     outputs = event.get("outputs")
     return [o for o in outputs if isinstance(o, Mapping)] if isinstance(outputs, list) else []
-
-
-def holds_column_lineage(
-    held: Mapping[str, bool], source: TableRef, report: BootstrapReport
-) -> bool:
-    """Whether OM's edge from `source` carries column lineage (matched by service, or suffix)."""
-    service = report.services.get(source.namespace)
-    if service is not None:
-        return held.get(fqn(service, source.database, source.schema, source.table), False)
-    tail = "." + fqn(source.database, source.schema, source.table)
-    return any(has and name.endswith(tail) for name, has in held.items())
 
 
 def unresolved(event: Mapping[str, Any], report: BootstrapReport) -> str:

@@ -172,6 +172,45 @@ def test_a_case_mismatched_mapping_never_creates_a_service(
     assert sorted(om.entities["databaseService"]) == ["lake"]
 
 
+def test_an_unmarked_service_named_like_dbt_omls_own_is_foreign(
+    om: FakeOpenMetadata, tmp_path: Path
+) -> None:
+    # a CustomDatabase service named exactly as dbt-oml derives it (duckdb://pod -> duckdb_pod),
+    # made by someone else: without the "Managed by dbt-oml" mark it is not dbt-oml's
+    om.seed("databaseService", {"name": "duckdb_pod", "serviceType": "CustomDatabase"})
+    om.seed("database", {"name": "warehouse", "service": "duckdb_pod"})
+    om.seed("databaseSchema", {"name": "staging", "database": "duckdb_pod.warehouse"})
+    om.seed(
+        "table",
+        {
+            "name": "stg_customers",
+            "databaseSchema": "duckdb_pod.warehouse.staging",
+            "description": "Written by a person.",
+            "columns": [{"name": "id", "dataType": "INT", "description": "the key"}],
+        },
+    )
+    t = transport(om, tmp_path)
+    t.emit(_with_schema(_event(), _columns("id", "email"), complete=True))
+    assert t.close() is True
+    table = om.entity("table", DST)
+    assert table["description"] == "Written by a person."
+    assert [(c["name"], c.get("description")) for c in table["columns"]] == [("id", "the key")]
+    assert om.entity("table", "duckdb_pod.crm.sales.customers") is not None  # missing: POSTed
+    puts = [
+        r
+        for r in om.requests
+        if r.method == "PUT" and "duckdb_pod" in json.dumps(r.body or {}).replace("pipeline", "")
+    ]
+    assert puts == []
+    writes = [r for r in om.requests if r.method == "POST" and "openlineage" not in r.path]
+    assert {r.path for r in writes} == {
+        "/api/v1/databases",
+        "/api/v1/databaseSchemas",
+        "/api/v1/tables",
+    }
+    assert "Managed by dbt-oml" not in str(om.entity("databaseService", "duckdb_pod"))
+
+
 def test_oms_1_12_mapping_with_the_wrong_case_is_reported_not_delivered(tmp_path: Path) -> None:
     om = FakeOpenMetadata.with_admin("bot-jwt", version="1.12")
     _ingested_duckdb_service(om)
@@ -247,6 +286,32 @@ def test_a_400_for_one_event_costs_only_that_event(om: FakeOpenMetadata, tmp_pat
     assert _edge(om)["columnsLineage"]
 
 
+def test_a_400_batch_rejects_the_bad_event_and_keeps_the_unresolvable_one(
+    om: FakeOpenMetadata, tmp_path: Path
+) -> None:
+    bad = _event(time="2026-11-30T03:57:00.000Z")
+    bad["producer"] = "not a uri"  # OM: 400 Invalid request format for the whole batch
+    unresolvable = _without_lineage(_event(time="2026-11-30T03:58:00.000Z"))
+    # an input in a namespace no service maps: OM cannot resolve it, bootstrap cannot create it
+    unresolvable["inputs"] = [{"namespace": "mssql://erp:1433", "name": "erp.dbo.Invoices"}]
+    unresolvable["outputs"][0]["name"] = "warehouse.staging.stg_invoices"
+    t = transport(om, tmp_path)
+    for event in (bad, _event(), unresolvable):
+        t.emit(event)
+    assert t.close() is False
+    assert (t.delivered, t.undelivered) == (1, 2)
+    (rejected,) = _kept(tmp_path, "openmetadata.rejected.jsonl")
+    assert rejected["producer"] == "not a uri"
+    (kept,) = _kept(tmp_path)  # retrying may help once its namespace is mapped: not rejected
+    assert kept["eventTime"] == "2026-11-30T03:58:00.000Z"
+    assert _edge(om)["columnsLineage"]  # the valid one was delivered
+    batches = [r for r in om.requests if r.path.endswith("/lineage/batch")]
+    assert [r.status for r in batches] == [400]
+    reasons = " | ".join(t.problems)
+    assert "Invalid request format" in reasons
+    assert "mssql://erp:1433/erp.dbo.Invoices" in reasons
+
+
 # -- 6. the per-edge guard -------------------------------------------------------------------
 
 
@@ -280,6 +345,49 @@ def test_allow_empty_column_lineage_replaces_it(om: FakeOpenMetadata, tmp_path: 
     second.emit(_without_lineage(_event()))
     assert second.close() is True
     assert _edge(om)["columnsLineage"] is None
+
+
+def test_the_guard_holds_without_bootstrap(om: FakeOpenMetadata, tmp_path: Path) -> None:
+    first = transport(om, tmp_path)
+    first.emit(_event())
+    assert first.close() is True
+    before = _edge(om)
+    assert before["columnsLineage"]
+    # bootstrap off: no report names the services, the mapping (here the derived name) does
+    second = transport(om, tmp_path, bootstrap=False)
+    second.emit(_without_lineage(_event(time="2026-11-30T04:00:00.000Z")))
+    assert second.close() is True
+    assert _edge(om) == before
+    assert second.guarded == {DST}
+
+
+def test_the_guard_rereads_om_for_each_batch(om: FakeOpenMetadata, tmp_path: Path) -> None:
+    # one transport for many batches (a long run, or the relay): what OM held when the first
+    # batch asked is stale once a later batch gave the edge column lineage
+    t = transport(om, tmp_path, batch_size=1)
+    t.emit(_without_lineage(_event(time="2026-11-30T04:00:00.000Z")))
+    t.emit(_event(time="2026-11-30T04:01:00.000Z"))
+    held = _edge(om)
+    assert held["columnsLineage"]
+    t.emit(_without_lineage(_event(time="2026-11-30T04:02:00.000Z")))
+    assert t.close() is True
+    assert _edge(om)["columnsLineage"] == held["columnsLineage"]
+    assert t.guarded == {DST}
+
+
+def test_a_later_event_of_the_same_batch_never_erases_an_earlier_ones_column_lineage(
+    om: FakeOpenMetadata, tmp_path: Path
+) -> None:
+    t = transport(om, tmp_path)
+    t.emit(_event(time="2026-11-30T04:00:00.000Z"))
+    t.emit(_without_lineage(_event(time="2026-11-30T04:01:00.000Z")))
+    assert t.close() is True
+    assert t.delivered == 2
+    assert _edge(om)["columnsLineage"]
+    (batch,) = [r for r in om.requests if r.path.endswith("/lineage/batch")]
+    # the second event, without its only input, has nothing for OM to draw: not posted
+    assert [e["eventTime"] for e in batch.body["events"]] == ["2026-11-30T04:00:00.000Z"]
+    assert t.guarded == {DST}
 
 
 # -- 7. one retry budget for the run ---------------------------------------------------------
