@@ -144,13 +144,12 @@ def quiet_loop(loop: asyncio.AbstractEventLoop) -> asyncio.AbstractEventLoop:
 
 
 class _Attempt:
-    """What nats-py reports while one connection attempt runs (through its callbacks)."""
+    """What nats-py reports while one connection attempt to one server runs (its callbacks)."""
 
-    def __init__(self, servers: int, on_lost: Callable[[], None] | None) -> None:
+    def __init__(self, on_lost: Callable[[], None] | None) -> None:
         self.failures: list[BaseException] = []
-        self.every_server_failed = asyncio.Event()
+        self.failed = asyncio.Event()
         self.connected = False
-        self._servers = servers
         self._on_lost = on_lost
 
     async def on_error(self, error: Exception) -> None:
@@ -158,8 +157,7 @@ class _Attempt:
             logger.debug("NATS: %s", redact(f"{type(error).__name__}: {error}"))
             return
         self.failures.append(error)
-        if len(self.failures) >= self._servers:
-            self.every_server_failed.set()
+        self.failed.set()
 
     async def on_disconnected(self) -> None:
         if self.connected and self._on_lost is not None:
@@ -167,10 +165,12 @@ class _Attempt:
 
 
 async def connect(config: JetStreamConfig, *, on_lost: Callable[[], None] | None = None) -> Any:
-    """One attempt per server, each within `connect_timeout`; the open connection.
+    """One attempt per server, in the order given, each within `connect_timeout`; the open
+    connection to the first that answers.
 
-    nats-py's own loop would retry until cancelled and print a traceback per failure; here its
-    callbacks collect the failures and the first round that fails on every server ends it.
+    nats-py's own loop would retry until cancelled and print a traceback per failure, and with
+    reconnecting off it gives up after the first server that accepts but does not answer; here
+    each server gets its own client and bounded attempt, and its callbacks collect the failures.
 
     Args:
         config: the servers, credentials and timeout.
@@ -179,21 +179,38 @@ async def connect(config: JetStreamConfig, *, on_lost: Callable[[], None] | None
     Raises:
         NatsUnavailableError: no server answered; names the servers (no credentials) and the cause.
     """
+    cause: BaseException = asyncio.TimeoutError()
+    for server in config.servers:
+        nc, error = await _connect_one(config, server, on_lost)
+        if nc is not None:
+            return nc
+        cause = error or cause
+    raise NatsUnavailableError(
+        server=server_label(config.servers),
+        cause=describe(cause, timeout=config.connect_timeout),
+    )
+
+
+async def _connect_one(
+    config: JetStreamConfig, server: str, on_lost: Callable[[], None] | None
+) -> tuple[Any, BaseException | None]:
+    """(the open connection, None), or (None, why not) after one attempt within the timeout."""
     from nats.aio.client import Client
 
-    attempt = _Attempt(len(config.servers), on_lost)
+    attempt = _Attempt(on_lost)
     nc = Client()
     task = asyncio.ensure_future(
         nc.connect(
-            **config.connect_options(),
+            **{**config.connect_options(), "servers": [server]},
             error_cb=attempt.on_error,
             disconnected_cb=attempt.on_disconnected,
         )
     )
-    failed = asyncio.ensure_future(attempt.every_server_failed.wait())
+    failed = asyncio.ensure_future(attempt.failed.wait())
     try:
-        budget = config.connect_timeout * len(config.servers)
-        await asyncio.wait({task, failed}, timeout=budget, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(
+            {task, failed}, timeout=config.connect_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
     finally:
         failed.cancel()
         if not task.done():
@@ -202,13 +219,9 @@ async def connect(config: JetStreamConfig, *, on_lost: Callable[[], None] | None
     error = None if task.cancelled() else task.exception()
     if task.cancelled() or error is not None:
         await close_quietly(nc, timeout=config.connect_timeout)
-        cause = error or (attempt.failures[-1] if attempt.failures else asyncio.TimeoutError())
-        raise NatsUnavailableError(
-            server=server_label(config.servers),
-            cause=describe(cause, timeout=config.connect_timeout),
-        )
+        return None, error or (attempt.failures[-1] if attempt.failures else None)
     attempt.connected = True
-    return nc
+    return nc, None
 
 
 def transient_faults() -> tuple[type[BaseException], ...]:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import select
+import socket
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -170,3 +174,60 @@ class TestStream:
         assert caught.value.key == "transport.stream"
         assert "(3 replica(s))" in caught.value.reason
         assert "replicas > 1 not supported" in caught.value.reason
+
+
+class SilentServer:
+    """A TCP listener that accepts connections and never says a word (no NATS INFO).
+
+    A thread accepts until `close()`, which also takes what is still queued: `close()` returns
+    how many connections were made to it in all.
+    """
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.sock.getsockname()[1])
+        self.accepted: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self.sock], [], [], 0.05)
+            if ready:
+                self.accepted.append(self.sock.accept()[0])
+
+    def close(self) -> int:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        assert not self._thread.is_alive()
+        self.sock.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            while True:  # connections the kernel completed but the thread did not take yet
+                self.accepted.append(self.sock.accept()[0])
+        for conn in self.accepted:
+            conn.close()
+        self.sock.close()
+        return len(self.accepted)
+
+
+class TestUnreachable:
+    @pytest.mark.parametrize("count", [1, 2])
+    def test_a_silent_server_is_one_line_and_one_attempt_per_server(self, count: int) -> None:
+        """Issue 11, item 7: nats-py reconnected once (2 x connect_timeout) and printed
+        tracebacks; with reconnecting off it gave up on the first silent server of a list."""
+        from dbt_oml.transports.jetstream_connection import NatsUnavailableError, connect
+
+        silent = [SilentServer() for _ in range(count)]
+        servers = [f"nats://relay:n4ts-S3cret@127.0.0.1:{s.port}" for s in silent]
+        config = JetStreamConfig.from_dict({"servers": servers, "connect_timeout": 0.5})
+        try:
+            with pytest.raises(NatsUnavailableError) as caught:
+                asyncio.run(connect(config))
+        finally:
+            attempts = [s.close() for s in silent]
+        assert attempts == [1] * count
+        assert caught.value.cause == "no answer within 0.5 s"
+        labels = ", ".join(f"nats://***@127.0.0.1:{s.port}" for s in silent)
+        assert str(caught.value) == f"delivery to NATS {labels} failed: no answer within 0.5 s"
+        assert "n4ts-S3cret" not in str(caught.value)
