@@ -72,6 +72,20 @@ def test_a_seed_ends_at_its_csv_file(view: LineageView) -> None:
     assert hops[0].children[0].children[0].kind == "file"
 
 
+def test_a_model_reading_a_parquet_file_ends_at_the_file(view: LineageView) -> None:
+    """stg_web_events reads `read_parquet('data/web_events.parquet')`: each column's one hop is
+    the file's column, a leaf (kind file, nothing above it), and the file reads back down."""
+    web_events = "model.jaffle_oml.stg_web_events"
+    parquet = "file:data/web_events.parquet"
+    for column, subtype in (("event_id", "IDENTITY"), ("event_at", "TRANSFORMATION")):
+        (hop,) = view.tree(web_events, column, "upstream", TreeOptions())
+        assert (hop.node, hop.column, hop.kind, hop.children) == (parquet, column, "file", ())
+        assert [(t.type, t.subtype) for t in hop.transformations] == [("DIRECT", subtype)]
+    assert view.graph.nodes[parquet].columns == ("event_id", "customer_id", "event_at", "page")
+    (down,) = view.tree(parquet, "page", "downstream", TreeOptions())
+    assert (down.node, down.column) == (web_events, "page")
+
+
 def test_depth_limits_the_hops(view: LineageView) -> None:
     hops = view.tree(CORE_CUSTOMERS, "region", "upstream", TreeOptions(depth=1))
     assert _flat(hops) == [(0, "model.jaffle_oml.stg_country_codes", "region")]
