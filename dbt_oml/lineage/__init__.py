@@ -1,5 +1,6 @@
-"""The column-lineage engine, with sqlglot: one compiled model's lineage (`model`: parse and
-qualify, `survey` of the parsed tree, `walk` over its scopes, `resolve` DuckDB's name rules with
+"""The column-lineage engine, with sqlglot: one compiled model's lineage (`model`, light to
+import, over `engine`: parse and qualify, loaded on the first analysis; the cache keys'
+`version`; `survey` of the parsed tree, `walk` over its scopes, `resolve` DuckDB's name rules with
 `scopes` helpers, `structs`, `generated`), the
 value `types` and how transformations compose, a run's worth of models (`batch`, bounded worker
 processes in `workers`, a content-addressed on-disk `cache` of

@@ -8,6 +8,9 @@ The schema used to expand `*` comes, best source first, from catalog.json; the a
 of upstream models (models are analysed in dependency order); seed CSV headers; columns declared
 in YAML; and an optional extra lookup (the OpenMetadata transport's columns for relations dbt
 cannot introspect).
+
+sqlglot (with the engine) is imported on the first model that must be analysed: a warm run,
+every model a cache hit, never loads it (the cache key needs only lineage.version).
 """
 
 from __future__ import annotations
@@ -17,16 +20,11 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Final, Protocol
-
-from sqlglot.schema import MappingSchema
+from typing import TYPE_CHECKING, Final, Protocol
 
 from dbt_oml.artifacts import Column, Node, RunArtifacts, relation_parts
-from dbt_oml.lineage.model import (
-    ENGINE_VERSION,
-    ModelLineage,
-    build_schema,
-)
+from dbt_oml.lineage.model import ModelLineage, build_schema
+from dbt_oml.lineage.version import ENGINE_VERSION
 from dbt_oml.lineage.workers import (
     MODEL_TIMEOUT,
     Analyse,
@@ -34,6 +32,9 @@ from dbt_oml.lineage.workers import (
     analyse_one,
     analyse_parallel,
 )
+
+if TYPE_CHECKING:
+    from sqlglot.schema import MappingSchema  # sqlglot loads on the first cache miss only
 
 logger = logging.getLogger(__name__)
 

@@ -3,6 +3,8 @@
 Pure: parses SQL with sqlglot, does no I/O. `read_parquet('x.parquet')`, `read_csv([...])`,
 `from 's3://bucket/key.parquet'` and the like each become a dataset in the namespace of the
 storage they live on (OpenLineage naming spec: `s3://bucket` + key, `file` + absolute path).
+sqlglot is imported only for a query that passes the text pre-check (`may_name_file`): a run
+whose models name no file never loads it.
 """
 
 from __future__ import annotations
@@ -10,11 +12,11 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import SqlglotError
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 _READERS = re.compile(
     r"^(read_(parquet|csv|csv_auto|json|json_auto|json_objects|ndjson|ndjson_auto|text|blob|xlsx)"
@@ -75,6 +77,8 @@ def file_uri(path: str) -> str:
 
 
 def _literals(node: exp.Func) -> list[str]:
+    from sqlglot import exp
+
     first = node.this if isinstance(node.this, exp.Expr) else None
     args = [first] if first is not None else []
     args += list(node.expressions)
@@ -134,7 +138,11 @@ def file_paths(sql: str, *, dialect: str = "duckdb") -> list[str]:
     ['a.parquet', 's3://b/k.csv']
     """
     if not may_name_file(sql):
-        return []  # most models read no files: skip the parse
+        return []  # most models read no files: skip the parse (and sqlglot's import)
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
     try:
         statements = sqlglot.parse(sql, read=dialect)
     except SqlglotError:

@@ -1,44 +1,38 @@
-"""Column-level lineage of one compiled model, with sqlglot.
+"""Column-level lineage of one compiled model: the engine's face, light to import.
 
-Pure: no I/O, no environment, no logging setup. Per model the SQL is parsed once, qualified once
-against a MappingSchema (which expands `*`), scoped once, and every output column is traced in one
-walk with per-model memoisation. Before sqlglot qualifies columns, lineage.resolve applies DuckDB's
-own name resolution (struct paths, relations with unknown columns). The result is conservative: SQL
-that does not parse, an output `*` over a relation whose columns are unknown, or a reference that
-does not resolve or could belong to two relations raises LineageError and the caller keeps the
-model's table-level lineage only. An edge never points at a CTE or alias.
+The work is sqlglot's (lineage.engine): per model the SQL is parsed once, qualified once against
+a MappingSchema (which expands `*`), scoped once, and every output column is traced in one walk
+with per-model memoisation. Before sqlglot qualifies columns, lineage.resolve applies DuckDB's
+own name resolution (struct paths, relations with unknown columns). The result is conservative:
+SQL that does not parse, an output `*` over a relation whose columns are unknown, or a reference
+that does not resolve or could belong to two relations raises LineageError and the caller keeps
+the model's table-level lineage only. An edge never points at a CTE or alias.
+
+This module imports no sqlglot: the engine (and compiled sqlglot, ~40 MiB) loads on the first
+model that must actually be analysed, so a warm run, every model a cache hit, never loads it.
+Pure: no I/O, no environment, no logging setup.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Final
-
-import sqlglot
-from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import SqlglotError
-from sqlglot.generator import Generator
-from sqlglot.optimizer.qualify import qualify
-from sqlglot.optimizer.qualify_columns import qualify_columns
-from sqlglot.optimizer.scope import build_scope
-from sqlglot.schema import MappingSchema
+from typing import TYPE_CHECKING, Final
 
 from dbt_oml.errors import LineageError
-from dbt_oml.lineage.resolve import resolve_names
-from dbt_oml.lineage.survey import needs_resolution, survey, unqualify_file_scans
 from dbt_oml.lineage.types import (
     DIRECT,
     INDIRECT,
     ColumnEdge,
     ModelLineage,
-    OpaqueError,
     SourceColumn,
     Transformation,
     compose,
 )
-from dbt_oml.lineage.walk import Inputs, Tracer
+from dbt_oml.lineage.version import ENGINE_VERSION
+
+if TYPE_CHECKING:
+    from sqlglot.schema import MappingSchema
 
 __all__ = [
     "DIRECT",
@@ -54,8 +48,6 @@ __all__ = [
     "schema_case",
 ]
 
-#: Bumped whenever answers may change, so cached results are not reused across versions.
-ENGINE_VERSION: Final = "4"
 #: dbt's Python models define `def model(dbt, session)`; their compiled code is Python.
 _PYTHON_MODEL: Final = re.compile(r"^\s*def\s+model\s*\(\s*dbt\s*,", re.MULTILINE)
 
@@ -77,53 +69,9 @@ def schema_case(schema: Mapping[str, object]) -> dict[str, str]:
 
 def build_schema(tables: Mapping[str, object], *, dialect: str) -> MappingSchema:
     """A MappingSchema for sqlglot from {catalog: {schema: {table: {column: type}}}}; build once."""
+    from sqlglot.schema import MappingSchema
+
     return MappingSchema(dict(tables), dialect=dialect)
-
-
-def _unexpanded_star(projection: exp.Expr) -> bool:
-    bare = projection.unalias()
-    if isinstance(bare, exp.Star | exp.Columns):
-        return True
-    return any(isinstance(c.this, exp.Star) for c in projection.find_all(exp.Column))
-
-
-def _projections(expression: exp.Expr) -> list[exp.Expr]:
-    """The output columns of a query; for UNION BY NAME, every branch's names in order."""
-    if isinstance(expression, exp.SetOperation) and expression.args.get("by_name"):
-        seen: dict[str, exp.Expr] = {}
-        for branch in (expression.this, expression.expression):
-            for projection in _projections(branch.unnest()):
-                seen.setdefault(projection.alias_or_name, projection)
-        return list(seen.values())
-    while isinstance(expression, exp.SetOperation):
-        expression = expression.this
-        while isinstance(expression, exp.Subquery):
-            expression = expression.this
-    return list(expression.selects) if isinstance(expression, exp.Select) else []
-
-
-def _expand_columns(expression: exp.Expr, schema: MappingSchema) -> None:
-    """DuckDB's COLUMNS('regex') over real tables, expanded in place with the schema."""
-    for columns in list(expression.find_all(exp.Columns)):
-        select = columns.find_ancestor(exp.Select)
-        pattern = columns.this
-        if select is None or not (isinstance(pattern, exp.Literal) and pattern.is_string):
-            continue
-        tables = [t for t in select.find_all(exp.Table) if t.find_ancestor(exp.Select) is select]
-        regex = re.compile(pattern.this)
-        replacement = [
-            exp.column(name, table=table.alias_or_name)
-            for table in tables
-            for name in schema.column_names(table, dialect=schema.dialect)
-            if regex.search(name)
-        ]
-        target = columns.parent if isinstance(columns.parent, exp.Alias) else columns
-        if replacement and target.parent is select:
-            index = select.expressions.index(target)
-            select.set(
-                "expressions",
-                [*select.expressions[:index], *replacement, *select.expressions[index + 1 :]],
-            )
 
 
 def column_lineage(
@@ -161,149 +109,15 @@ def column_lineage(
     """
     if _PYTHON_MODEL.search(sql):
         raise LineageError(unique_id=unique_id, reason="Python model (no SQL to analyse)")
-    if own_columns:  # its own columns as the catalog spells them
-        case = {**(case or {}), **{c.lower(): c for c in own_columns}}
-    statement = _parse_one(sql, dialect=dialect, unique_id=unique_id)
-    original = [p.alias_or_name for p in _projections(statement)]
-    try:
-        qualified = _qualify(
-            statement,
-            schema=schema,
-            dialect=dialect,
-            default_catalog=default_catalog,
-            default_schema=default_schema,
-            own_columns=own_columns,
-            lowered=sql.lower(),
-        )
-        return _trace(qualified, original, case=case or {}, dialect=dialect, lowered=sql.lower())
-    except OpaqueError as e:
-        raise LineageError(unique_id=unique_id, reason=str(e)) from None
-    except SqlglotError as e:
-        raise LineageError(unique_id=unique_id, reason=_first_line(e)) from e
+    from dbt_oml.lineage import engine
 
-
-def _parse_one(sql: str, *, dialect: str, unique_id: str) -> exp.Expr:
-    """The one statement of a model's SQL (anything else is a LineageError)."""
-    try:
-        parsed = sqlglot.parse(sql, read=dialect)
-    except SqlglotError as e:
-        raise LineageError(
-            unique_id=unique_id, reason=f"SQL does not parse: {_first_line(e)}"
-        ) from e
-    statements = [s for s in parsed if s is not None]
-    if len(statements) != 1:
-        raise LineageError(
-            unique_id=unique_id, reason=f"{len(statements)} statements, expected one query"
-        )
-    return statements[0]
-
-
-def _qualify(
-    statement: exp.Expr,
-    *,
-    schema: MappingSchema,
-    dialect: str,
-    default_catalog: str | None,
-    default_schema: str | None,
-    own_columns: Sequence[str],
-    lowered: str,
-) -> exp.Expr:
-    """The statement with every table and column qualified, as DuckDB resolves names."""
-    found = survey(statement)
-    qualified = qualify(
-        statement,
+    return engine.column_lineage(
+        sql,
         schema=schema,
         dialect=dialect,
-        catalog=default_catalog,
-        db=default_schema,
-        qualify_columns=False,  # below, once DuckDB's own name resolution has been applied
-        validate_qualify_columns=False,
-        quote_identifiers=False,  # names are normalised already; quoting costs half of qualify
-        identify=False,
+        unique_id=unique_id,
+        default_catalog=default_catalog,
+        default_schema=default_schema,
+        case=case,
+        own_columns=own_columns,
     )
-    unqualify_file_scans(found)
-    if needs_resolution(found, schema):
-        resolve_names(qualified, schema=schema, own_columns=own_columns)
-    qualified = qualify_columns(qualified, schema)
-    if "columns(" in lowered:
-        _expand_columns(qualified, schema)
-    return qualified
-
-
-def _trace(
-    qualified: exp.Expr,
-    original: list[str],
-    *,
-    case: Mapping[str, str],
-    dialect: str,
-    lowered: str,
-) -> ModelLineage:
-    """Every output column of a qualified query traced to its sources (OpaqueError if not)."""
-    root = build_scope(qualified)
-    if root is None:
-        raise OpaqueError(f"{type(qualified).__name__} is not a query")
-    projections = _projections(qualified)
-    if "pivot" in lowered and qualified.find(exp.Pivot) is not None:
-        raise OpaqueError("PIVOT/UNPIVOT is not supported")
-    if "*" in lowered and any(_unexpanded_star(p) for p in projections):
-        raise OpaqueError("`*` over a relation whose columns are unknown")
-    tracer = Tracer(root)
-    names = _restore_case(original, [p.alias_or_name for p in projections], case)
-    traced = [_freeze(tracer.output(root, p.alias_or_name), case) for p in projections]
-    dataset = _freeze(tracer.dataset_inputs(), case)
-    generator = Dialect.get_or_raise(dialect).generator()
-    edges = [
-        ColumnEdge(output=name, inputs=inputs, expression=_text(projection, generator))
-        for projection, name, inputs in zip(projections, names, traced, strict=True)
-    ]
-    return ModelLineage(columns=tuple(edges), dataset=dataset)
-
-
-def _text(projection: exp.Expr, generator: Generator) -> str:
-    """The projection's expression as SQL. Generated without a copy: the tree is not used again."""
-    bare = projection.unalias()
-    if isinstance(bare, exp.Column):
-        return bare.name
-    return generator.generate(bare, copy=False)[:500]
-
-
-def _restore_case(original: list[str], qualified: list[str], case: Mapping[str, str]) -> list[str]:
-    """Output names as the query or the schema spells them (OM names are case-sensitive)."""
-    written = {n.lower(): n for n in original if n and n != "*"}
-    return [written.get(n.lower()) or case.get(n.lower(), n) for n in qualified]
-
-
-def _freeze(
-    inputs: Inputs, case: Mapping[str, str]
-) -> tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]:
-    def described(
-        source: SourceColumn, transforms: set[Transformation]
-    ) -> tuple[Transformation, ...]:
-        """A field path below the column becomes the description `field column.path`."""
-        return tuple(
-            sorted(
-                t._replace(description=f"field {source.column}.{t.description}")
-                if t.description
-                else t
-                for t in transforms
-            )
-        )
-
-    def spelled(source: SourceColumn) -> SourceColumn:
-        if source.catalog == "file":
-            return SourceColumn(
-                "file", "", source.table, case.get(source.column.lower(), source.column)
-            )
-        return SourceColumn(
-            *(
-                case.get(p.lower(), p)
-                for p in (source.catalog, source.schema, source.table, source.column)
-            )
-        )
-
-    return tuple(sorted((spelled(s), described(spelled(s), t)) for s, t in inputs.items()))
-
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip().splitlines()
-    return text[0][:200] if text else type(error).__name__

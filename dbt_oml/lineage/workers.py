@@ -20,12 +20,13 @@ import types
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Protocol
-
-from sqlglot.schema import MappingSchema
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from dbt_oml.errors import LineageError
 from dbt_oml.lineage.model import ModelLineage, build_schema, column_lineage
+
+if TYPE_CHECKING:
+    from sqlglot.schema import MappingSchema  # loaded with the engine, on the first analysis
 
 logger = logging.getLogger(__name__)
 

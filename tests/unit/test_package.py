@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import dbt_oml
 
 CORE = [
     "dbt_oml.lineage.model",
+    "dbt_oml.lineage.engine",
     "dbt_oml.lineage.batch",
     "dbt_oml.lineage.view",
     "dbt_oml.events.quality",
@@ -72,3 +74,63 @@ def test_public_api() -> None:
     assert dbt_oml.__all__ == sorted(dbt_oml.__all__)
     for name in dbt_oml.__all__:
         assert hasattr(dbt_oml, name)
+
+
+# The warm path of `dbt-oml emit` after dbt's project loading: lineage for every model that ran
+# (from the disk cache in target/) and every event built and serialised, in a fresh interpreter.
+_WARM_PATH = """
+import json, sys
+from datetime import datetime, timezone
+from pathlib import Path
+from dbt_oml.artifacts import read_artifacts
+from dbt_oml.config import load_settings
+from dbt_oml.events.invocation import EventSettings, Invocation
+from dbt_oml.events.invocation_events import iter_events
+from dbt_oml.events.serialize import to_json
+from dbt_oml.namespaces import Namespaces
+from dbt_oml.pipeline.lineage import ProjectPlace, column_lineage_for
+from dbt_oml.pipeline.run_state import Report
+
+target = Path(sys.argv[1])
+artifacts = read_artifacts(target)
+report = Report()
+lineage = column_lineage_for(
+    load_settings(cli={}, environ={}, cwd=target, home=target),
+    artifacts,
+    place=ProjectPlace(project_root=target, target_path=target, dialect="duckdb",
+                       default_catalog="warehouse"),
+    report=report,
+)
+invocation = Invocation(invocation_id="i", started_at=datetime.now(timezone.utc), command="build",
+                        project_name="jaffle_oml", profile_name="jaffle_oml", dbt_version="1.11")
+settings = EventSettings(producer="https://example.com/dbt-oml", adapter_version="0.1.0",
+                         cwd=str(target), project_root=str(target))
+events = [to_json(e) for e in iter_events(artifacts, invocation=invocation, lineage=lineage,
+          namespaces=Namespaces(by_catalog={}, fallback="duckdb://pod"), settings=settings)]
+print(json.dumps({"lineage": len(lineage), "events": len(events),
+                  "sqlglot": "sqlglot" in sys.modules}))
+"""
+
+
+def _warm_path(target: Path) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, "-c", _WARM_PATH, str(target)], capture_output=True, text=True, check=True
+    )
+    result: dict[str, object] = json.loads(out.stdout)
+    return result
+
+
+def test_a_warm_run_never_loads_sqlglot(mini_target: Path) -> None:
+    # every model a cache hit: the cache key needs the engine's version, not the engine. The one
+    # model that reads a file by path is left out of the run: finding its file takes a parse.
+    results = json.loads((mini_target / "run_results.json").read_text())
+    results["results"] = [
+        r for r in results["results"] if r["unique_id"] != "model.jaffle_oml.stg_web_events"
+    ]
+    (mini_target / "run_results.json").write_text(json.dumps(results))
+    cold = _warm_path(mini_target)  # analyses every model (and fills the cache)
+    warm = _warm_path(mini_target)
+    assert cold["sqlglot"] is True
+    assert warm["sqlglot"] is False
+    assert warm["lineage"] == cold["lineage"] == 7
+    assert warm["events"] == cold["events"] > 7
