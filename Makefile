@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test test-unit lint fmt bench bench-e2e bench-lineage bench-plugin bench-nats bench-om-faults clean
+.PHONY: demo test test-unit lint fmt bench bench-e2e bench-lineage bench-plugin bench-nats bench-om-faults bench-coverage clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -88,6 +88,11 @@ bench-nats: $(STAMP)
 # OpenMetadata refused or hanging: whole `dbt-oml build` / plugin `dbt build` vs the file transport.
 bench-om-faults: $(STAMP)
 	$(BIN)/python benchmarks/om_faults_bench.py
+
+# Share of models with column lineage: the bundled project (built first if it has no artifacts)
+# and the generated corpus; BENCH_COVERAGE_ARGS=--engine-rev REV adds an older engine's numbers.
+bench-coverage: $(STAMP)
+	$(BIN)/python benchmarks/coverage.py $(BENCH_COVERAGE_ARGS)
 
 clean:
 	rm -rf $(VENV) integration_project/target integration_project/logs integration_project/*.duckdb
