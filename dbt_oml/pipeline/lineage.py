@@ -1,6 +1,8 @@
 """Column lineage for a run: seed headers from disk, the cache in target/, the guard.
 
 I/O adapter around the pure lineage_batch: reads seed CSV headers and keeps the on-disk cache.
+Plugin mode analyses models as their nodes finish (plugin.nodes) through the same cache, held by
+a NodeLineage, so the end of the run prunes only what neither of them used.
 """
 
 from __future__ import annotations
@@ -52,6 +54,30 @@ def seed_headers(manifest: Manifest, project_root: Path) -> dict[str, tuple[str,
 CACHE_ENTRIES_PER_MODEL = 2
 
 
+def lineage_cache(target_path: Path) -> DiskCache:
+    """The lineage cache of a project's target (the wrapper's, emit's and the plugin's)."""
+    return DiskCache(target_path / STATE_DIR / "lineage-cache")
+
+
+class NodeLineage(dict[str, ModelLineage]):
+    """Plugin mode: the models analysed as their nodes finished, by unique_id, and the disk cache
+    those analyses read and wrote (a warm plugin run re-analyses nothing).
+
+    Given as `known` to column_lineage_for at the end of the run, its cache is the one the end
+    goes on with: the run's pruning then keeps every entry the nodes used.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cache: DiskCache | None = None
+
+    def cache_for(self, target_path: Path) -> DiskCache:
+        """The cache of `target_path`, one instance for the whole run."""
+        if self.cache is None or self.cache.root != target_path / STATE_DIR / "lineage-cache":
+            self.cache = lineage_cache(target_path)
+        return self.cache
+
+
 def prune_cache(cache: DiskCache, artifacts: RunArtifacts, wanted: set[str]) -> None:
     """Drop the cache entries this run did not use: all of them when every model of the manifest
     was analysed; else the least recently used beyond a bound (the other models' entries stay)."""
@@ -89,7 +115,9 @@ def column_lineage_for(
     """Column lineage of the models that completed, recording the opaque ones in the report.
 
     `known`: models already analysed in this run (plugin mode, as each node finished); they and
-    the ones already reported opaque are not analysed again.
+    the ones already reported opaque are not analysed again. A NodeLineage brings the cache its
+    analyses used, so pruning keeps their entries (any other mapping: nothing is pruned when
+    every model is known, as nothing of this cache was looked up).
     """
     if not settings.column_lineage or artifacts.run_results is None:
         return {}
@@ -105,9 +133,12 @@ def column_lineage_for(
         return {}
     done = {uid: lin for uid, lin in (known or {}).items() if uid in wanted}
     todo = wanted - set(done) - set(report.opaque)
+    shared = known.cache if isinstance(known, NodeLineage) else None
     if not todo:
+        if shared is not None:
+            prune_cache(shared, artifacts, wanted)
         return _checked(settings, report, wanted, done)
-    cache = DiskCache(place.target_path / STATE_DIR / "lineage-cache")
+    cache = shared or lineage_cache(place.target_path)
     result = analyse_models(
         artifacts,
         wanted=todo,
@@ -119,7 +150,8 @@ def column_lineage_for(
         progress=progress,
         extra=extra,
     )
-    prune_cache(cache, artifacts, wanted)
+    if shared is not None or not done:  # else entries used elsewhere are unknown here: kept
+        prune_cache(cache, artifacts, wanted)
     models = {**done, **{uid: lin for uid, lin in result.models.items() if uid in todo}}
     report.opaque.update({uid: why for uid, why in result.opaque.items() if uid in todo})
     return _checked(settings, report, wanted, models)

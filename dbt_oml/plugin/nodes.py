@@ -2,10 +2,12 @@
 
 At dbt's `NodeFinished` (in the dbt thread that ran the node) the node's columns and those of
 the relations it reads are read through the adapter, its column lineage is derived from its
-compiled SQL with the upstream columns known so far (dbt runs parents first), and the event is
-built exactly as the end of the run would build it. The event is then queued behind the node's
-START for the listener thread, which delivers; a full queue sends it to the outbox instead. A node
-that cannot be done here (no compiled SQL file, a failed query) is left to the end of the run.
+compiled SQL with the upstream columns known so far (dbt runs parents first), through the
+project's lineage cache (a model unchanged since the last run is not analysed again), and the
+event is built exactly as the end of the run would build it. The event is then queued behind the
+node's START for the listener thread, which delivers; a full queue sends it to the outbox
+instead. A node that cannot be done here (no compiled SQL file, a failed query) is left to the
+end of the run.
 """
 
 from __future__ import annotations
@@ -32,8 +34,7 @@ from dbt_oml.artifacts import (
 from dbt_oml.dbt.relation_columns import dbt_adapter, relation_columns
 from dbt_oml.events.builder import EventBuilder
 from dbt_oml.lineage.batch import ANALYSED_TYPES, analyse_models
-from dbt_oml.lineage.model import ModelLineage
-from dbt_oml.pipeline.lineage import seed_headers
+from dbt_oml.pipeline.lineage import NodeLineage, seed_headers
 
 if TYPE_CHECKING:
     from dbt_common.events.base_types import EventMsg
@@ -75,7 +76,8 @@ class NodeEnds:
         self._loaded = False
         self._columns: dict[str, tuple[Column, ...]] = {}
         self._read: set[str] = set()
-        self.lineage: dict[str, ModelLineage] = {}
+        self.lineage = NodeLineage()
+        """Models analysed here, with the disk cache they used (the end of the run prunes it)."""
         self._seeds: dict[str, tuple[str, ...]] = {}
         self._order: dict[str, int] = {}
         self._spelling: dict[str, tuple[int, str]] = {}
@@ -194,6 +196,7 @@ class NodeEnds:
             default_catalog=context.catalogs[0].alias if context.catalogs else None,
             seed_headers=self._seeds,
             spelling={name: spelled for name, (_, spelled) in self._spelling.items()},
+            cache=self.lineage.cache_for(context.target_path),
         )
         lineage = found.models.get(node.unique_id)
         if lineage is not None:

@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 from dbt_oml.artifacts import RunArtifacts, read_artifacts
+from dbt_oml.config import load_settings
 from dbt_oml.lineage.batch import (
     ANALYSED_TYPES,
     analyse_models,
@@ -14,7 +15,15 @@ from dbt_oml.lineage.batch import (
 )
 from dbt_oml.lineage.cache import DiskCache
 from dbt_oml.lineage.codec import lineage_from_json, lineage_to_json
-from dbt_oml.pipeline.lineage import prune_cache
+from dbt_oml.lineage.model import ModelLineage
+from dbt_oml.pipeline.lineage import (
+    NodeLineage,
+    ProjectPlace,
+    column_lineage_for,
+    lineage_cache,
+    prune_cache,
+)
+from dbt_oml.pipeline.run_state import Report
 
 MODELS = {
     "model.jaffle_oml.stg_orders",
@@ -305,3 +314,66 @@ def test_file_sources_map_each_location_to_its_one_source(mini_target: Path) -> 
     }  # the crm sources render as tables: nothing to map
     sql = "select a from read_json('data/matches/*/*.json', hive_partitioning = true) as s"
     assert read_as_relations(sql, external) == 'select a from "warehouse"."api"."matches" as s'
+
+
+SNAPSHOT = "snapshot.jaffle_oml.customers_snapshot"
+
+
+def _plugin_run(
+    target: Path, known: dict[str, ModelLineage]
+) -> tuple[dict[str, ModelLineage], dict[str, ModelLineage]]:
+    """A wrapper run (every model in the cache), then a plugin run of the same artifacts: each
+    model analysed as its node finished, through `known`'s cache if it has one, the snapshot
+    (dbt writes no compiled file for it) at the end, which prunes. (first, plugin) lineage.
+
+    Every node succeeds: a run over the whole manifest, after which pruning keeps only what the
+    run used (a partial run would keep a bounded number of other entries anyway)."""
+    runs = json.loads((target / "run_results.json").read_text())
+    for result in runs["results"]:
+        result["status"] = "pass" if result["unique_id"].startswith("test.") else "success"
+    (target / "run_results.json").write_text(json.dumps(runs))
+    arts = read_artifacts(target)
+    settings = load_settings(cli={}, environ={}, cwd=target, home=target)
+    place = ProjectPlace(
+        project_root=target, target_path=target, dialect="duckdb", default_catalog="warehouse"
+    )
+    first = column_lineage_for(settings, arts, place=place, report=Report())
+    cache = known.cache_for(target) if isinstance(known, NodeLineage) else None
+    for uid in sorted(set(first) - {SNAPSHOT}):
+        found = analyse_models(
+            arts, wanted={uid}, dialect="duckdb", default_catalog="warehouse", cache=cache
+        )
+        known[uid] = found.models[uid]
+    plugin = column_lineage_for(settings, arts, place=place, report=Report(), known=known)
+    return first, plugin
+
+
+def test_a_plugin_run_prunes_no_cache_entry_its_nodes_used(mini_target: Path) -> None:
+    known = NodeLineage()
+    first, plugin = _plugin_run(mini_target, known)
+    assert SNAPSHOT in first
+    assert plugin == first
+    assert known.cache is not None
+    assert known.cache.used  # the nodes' analyses were cache hits
+    after = analyse_models(
+        read_artifacts(mini_target),
+        wanted=set(first),
+        dialect="duckdb",
+        default_catalog="warehouse",
+        cache=lineage_cache(mini_target),
+    )
+    assert (after.analysed, after.cache_hits) == (0, len(first))
+    assert len(_entries(mini_target / "dbt_oml" / "lineage-cache")) == len(first)
+
+
+def test_lineage_made_elsewhere_leaves_the_cache_unpruned(mini_target: Path) -> None:
+    # models known from an analysis whose cache entries are unknown: none of them is dropped
+    first, _ = _plugin_run(mini_target, {})
+    after = analyse_models(
+        read_artifacts(mini_target),
+        wanted=set(first),
+        dialect="duckdb",
+        default_catalog="warehouse",
+        cache=lineage_cache(mini_target),
+    )
+    assert (after.analysed, after.cache_hits) == (0, len(first))
