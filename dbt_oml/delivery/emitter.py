@@ -127,7 +127,8 @@ class Delivery:
         self._emitter = emitter
         self._outbox = outbox
         self._target = target
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one emit at a time
+        self._spool_lock = threading.Lock()  # the outbox file; never held while emitting
         self._consecutive = 0
         self.held = False  # set: keep events in the outbox instead of sending (refused on purpose)
         self.report = DeliveryReport()
@@ -167,20 +168,21 @@ class Delivery:
 
     def keep(self, event: RunEvent) -> None:
         """Keep an event in the outbox without sending it (delivery was refused on purpose)."""
+        if self._emitter is not None:
+            self._spool(event)  # not behind an emit in progress: a slow backend holds no caller
+            return
         with self._lock:
-            if self._emitter is None:
-                self.report.collected.append(to_dict(event))
-            else:
-                self._spool(event)
+            self.report.collected.append(to_dict(event))
 
     def send_all(self, events: Iterable[RunEvent]) -> None:
         for event in events:
             self.send(event)
 
     def _spool(self, event: RunEvent) -> None:
-        self.report.failed += 1
-        append_events(self._outbox, [to_dict(event)])
-        self.report.outbox = self._outbox
+        with self._spool_lock:
+            self.report.failed += 1
+            append_events(self._outbox, [to_dict(event)])
+            self.report.outbox = self._outbox
 
     def close(self, timeout: float = 10.0) -> DeliveryReport:
         """Close the emitter; a batching transport delivers (or keeps) its buffer here."""
