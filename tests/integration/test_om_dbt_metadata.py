@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from dbt_oml.om.data_quality import STATUS
 from tests.conftest import CliRun, copy_project, run_cli
 from tests.fakes.openmetadata import FakeOpenMetadata, serve
 
@@ -78,6 +79,24 @@ def _manifest(project: Path) -> dict[str, Any]:
     return json.loads((project / "target" / "manifest.build.json").read_text())
 
 
+def _run_results(project: Path) -> dict[str, dict[str, Any]]:
+    """The last build's results (the failing build's), by unique id."""
+    doc = json.loads((project / "target" / "run_results.build.json").read_text())
+    return {r["unique_id"]: r for r in doc["results"]}
+
+
+def _breakdown(requests: list[Any]) -> dict[str, int]:
+    """A run's requests to OM: reads, OpenLineage posts, and every other write."""
+    lineage = [r for r in requests if r.method == "POST" and "/openlineage/" in r.path]
+    reads = [r for r in requests if r.method == "GET"]
+    return {
+        "requests": len(requests),
+        "GET": len(reads),
+        "POST lineage": len(lineage),
+        "other writes": len(requests) - len(reads) - len(lineage),
+    }
+
+
 def _tables(om: FakeOpenMetadata) -> dict[str, dict[str, Any]]:
     """Owned tables by name (the bundled project's names are unique across its databases)."""
     return {t["name"]: t for fqn, t in om.entities["table"].items() if fqn.startswith("duckdb_")}
@@ -127,10 +146,33 @@ def test_every_owned_table_has_description_tags_owner_and_the_dbt_tab(runs: Runs
         owner = node["config"]["meta"].get("owner")
         known = {owner} & owners if isinstance(owner, str) else set(owner or []) & owners
         assert bool(table.get("owners")) == bool(known), node["unique_id"]
+    _check_columns(tables, nodes)
     email = next(c for c in tables["stg_customers"]["columns"] if c["name"] == "email")
     assert {t["tagFQN"] for t in email["tags"]} == {"dbtTags.pii", "PII.Sensitive"}
     assert "Tier.Tier1" in {t["tagFQN"] for t in tables["dim_customers"]["tags"]}
     assert tables["core_customers"]["dataModel"]["upstream"]  # the tables it reads, by FQN
+
+
+def _check_columns(tables: dict[str, dict[str, Any]], nodes: list[dict[str, Any]]) -> None:
+    """Every documented column has dbt's description in OM; every tagged one its dbt tags."""
+    described = tagged = 0
+    for node in nodes:
+        held = {c["name"].lower(): c for c in tables[node["alias"]]["columns"]}
+        for name, column in node["columns"].items():
+            where = f"{node['unique_id']}.{name}"
+            if not column.get("description") and not column.get("tags"):
+                continue
+            assert name.lower() in held, where
+            om_column = held[name.lower()]
+            if column.get("description"):
+                assert om_column.get("description") == column["description"], where
+                described += 1
+            if column.get("tags"):
+                labels = {t["tagFQN"] for t in om_column.get("tags") or []}
+                assert {f"dbtTags.{t}" for t in column["tags"]} <= labels, where
+                tagged += 1
+    assert described >= 8  # the bundled project documents 8 columns of its owned tables
+    assert tagged >= 1
 
 
 def test_every_dbt_test_is_a_test_case_with_one_result_per_run(runs: Runs) -> None:
@@ -156,6 +198,19 @@ def test_every_dbt_test_is_a_test_case_with_one_result_per_run(runs: Runs) -> No
 def test_the_failing_build_gives_failed_and_aborted_results(runs: Runs) -> None:
     om = runs.om
     cases = {c["name"]: fqn for fqn, c in om.entities["testCase"].items()}
+    nodes = _manifest(runs.project)["nodes"]
+    tests = {i: r for i, r in _run_results(runs.project).items() if i.startswith("test.")}
+    assert len(tests) == len(cases) == 22
+    statuses = set()
+    for unique_id, result in tests.items():  # every test: its newest result is dbt's of this run
+        name = nodes[unique_id]["name"]
+        newest = om.results_of(cases[name])[-1]
+        expected = STATUS.get(result["status"], "Aborted")
+        assert newest["testCaseStatus"] == expected, (name, result["status"], newest)
+        if result.get("failures") is not None and result["status"] != "skipped":
+            assert newest.get("failedRows") == result["failures"], name
+        statuses.add(expected)
+    assert statuses == {"Success", "Failed", "Aborted"}
     (skipped,) = om.results_of(cases["om_audit_rows"])
     (failed,) = om.results_of(cases["om_unpaid_orders"])
     (warned,) = om.results_of(cases["om_refunds"])
@@ -171,19 +226,27 @@ def test_the_failing_build_gives_failed_and_aborted_results(runs: Runs) -> None:
     assert "om_unpaid_orders" in {c["name"] for c in cases_in}
 
 
-def test_a_second_identical_emit_writes_nothing(runs: Runs) -> None:
+def test_a_second_identical_emit_writes_nothing(
+    runs: Runs, record_property: pytest.RecordProperty
+) -> None:
     writes = [
         (r.method, r.path, r.status)
         for r in runs.again_requests
-        if r.method != "GET" and "openlineage" not in r.path
+        if r.method != "GET" and "/openlineage/" not in r.path
     ]
-    assert writes == []
+    assert writes == []  # reads and OpenLineage posts only
     assert "descriptions 0, tags 0, owners 0, data models 0, test cases 0, results 0" in (
         runs.again.stderr
     )
-    print(  # noqa: T201
-        f"first build: {runs.first_requests} requests; identical emit: "
-        f"{len(runs.again_requests)} requests, {len(writes)} writes"
+    first = _breakdown(runs.om.requests[: runs.first_requests])
+    again = _breakdown(runs.again_requests)
+    assert again["GET"] + again["POST lineage"] == again["requests"] > 0
+    assert first["other writes"] > 0  # the first build wrote the dbt metadata
+    record_property("om_version", runs.om.version)
+    record_property("first_build_requests", first)
+    record_property("identical_emit_requests", again)
+    print(  # noqa: T201 - the numbers the README gives
+        f"\nOM {runs.om.version}: first build {first}; identical emit {again}"
     )
 
 
