@@ -6,6 +6,7 @@ naive URL and key=value parsing.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -13,19 +14,26 @@ import string
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from openlineage.client.event_v2 import RunEvent
 
 from dbt_oml import redaction
-from dbt_oml.delivery.outbox import append_reason
+from dbt_oml.artifacts import RunArtifacts, read_artifacts
+from dbt_oml.delivery.emitter import to_dict
+from dbt_oml.delivery.outbox import append_events, append_reason
 from dbt_oml.errors import NamespaceError
-from dbt_oml.namespaces import CatalogSpec, namespace_for, resolve_namespaces
+from dbt_oml.events.builder import build_events
+from dbt_oml.events.invocation import EventSettings, Invocation
+from dbt_oml.namespaces import CatalogSpec, Namespaces, namespace_for, resolve_namespaces
 from dbt_oml.pipeline.console import setup_logging
 from dbt_oml.redaction import Redactor, redact, redact_event, secrets_in, secrets_of
+from tests.conftest import MINI
 from tests.unit.test_events import STARTED
 
 SPECIAL = "@:/?#%; "
@@ -256,37 +264,87 @@ def test_log_lines_and_tracebacks_never_hold_a_password(pw: str) -> None:
 # -- events' error facets -------------------------------------------------------------------
 
 
-def test_error_facets_are_redacted(mini_target: Path) -> None:
-    from openlineage.client.serde import Serde
+@functools.cache
+def _mini() -> RunArtifacts:
+    return read_artifacts(MINI)
 
-    from dbt_oml.artifacts import read_artifacts
-    from dbt_oml.events.builder import build_events
-    from dbt_oml.events.invocation import EventSettings, Invocation
-    from dbt_oml.namespaces import Namespaces
 
-    results = mini_target / "run_results.json"
-    doc = json.loads(results.read_text())
-    failed = next(r for r in doc["results"] if r["status"] == "error")
-    failed["message"] = "IO Error: Unable to connect: host=db user=root passwd=TOPSECRET db=crm"
-    results.write_text(json.dumps(doc))
-    with fresh_redactor("pg-R3gistered"):
-        events = build_events(
-            read_artifacts(mini_target),
-            invocation=Invocation(
-                invocation_id="i", started_at=STARTED, command="build", project_name="p"
-            ),
-            namespaces=Namespaces(by_catalog={}, fallback="duckdb://pod"),
-            settings=EventSettings(producer="https://example.com/p", adapter_version="0"),
-            error="Runtime Error: attach 'postgresql://etl:pg-R3gistered@dw/x' failed",
-        )
-    docs = [Serde.to_dict(e) for e in events]
+def _built(*, error: str | None = None, message: str | None = None) -> list[RunEvent]:
+    """The mini fixture's events through the event builder: `message` as the failed node's
+    text in run_results.json, `error` as the invocation's (dbt's error text)."""
+    artifacts = _mini()
+    if message is not None and artifacts.run_results is not None:
+        results = artifacts.run_results
+        changed = [
+            replace(r, message=message) if r.status == "error" else r for r in results.results
+        ]
+        artifacts = replace(artifacts, run_results=replace(results, results=tuple(changed)))
+    return build_events(
+        artifacts,
+        invocation=Invocation(
+            invocation_id="i", started_at=STARTED, command="build", project_name="p"
+        ),
+        namespaces=Namespaces(by_catalog={}, fallback="duckdb://pod"),
+        settings=EventSettings(producer="https://example.com/p", adapter_version="0"),
+        error=error,
+    )
+
+
+def _dbt_errors(pw: str) -> list[str]:
+    """dbt's error texts that quote a password: a DSN (PostgreSQL, MySQL) and an attach URL."""
+    return [
+        f"IO Error: Unable to connect: host=dw user=etl password={pw} dbname=dw",
+        f"IO Error: Unable to connect: host=crm user=root passwd={pw} port=3306",
+        f"Runtime Error: attach 'postgresql://etl:{pw}@dw.internal:5432/dw' failed",
+    ]
+
+
+def _assert_nowhere(secrets: set[str], texts: list[str]) -> None:
+    """None of the secrets nor their URL-encoded forms in the error facets the builder makes
+    of dbt's texts (a failed node's message, the invocation's error), nor in the outbox."""
+    text = "\n".join(texts)  # dbt's messages run over several lines
+    events = _built(error=text, message=text)
+    docs = [to_dict(e) for e in events]
     messages = [
-        d["run"]["facets"]["errorMessage"]["message"] for d in docs if d["eventType"] == "FAIL"
+        d["run"]["facets"]["errorMessage"]["message"]
+        for d in docs
+        if "errorMessage" in d["run"]["facets"]
     ]
-    assert messages == [
-        "IO Error: Unable to connect: host=db user=root passwd=*** db=crm",
-        "Runtime Error: attach 'postgresql://***@dw/x' failed",
-    ]
+    assert len(messages) == 2, messages  # the failed node's and the invocation's
+    with tempfile.TemporaryDirectory() as tmp:
+        outbox = Path(tmp) / "o.jsonl"
+        assert append_events(outbox, docs) == len(events)
+        written = outbox.read_text()
+    for secret in secrets | {quote(s, safe="") for s in secrets}:
+        assert all(secret not in m for m in messages), (secret, messages)
+        assert secret not in written, secret
+
+
+#: One event build per example (about 0.1 s): enough examples for the shapes, not minutes.
+hostile_builds = settings(hostile, max_examples=40)
+
+
+@hostile_builds
+@given(pw=passwords)
+def test_a_registered_password_in_dbts_error_text_never_reaches_events(pw: str) -> None:
+    """A profile's password (registered as it is read), spaces and all."""
+    with fresh_redactor(pw):
+        _assert_nowhere({pw}, _dbt_errors(pw))
+
+
+@hostile_builds
+@given(pw=url_passwords)
+def test_an_unregistered_password_in_dbts_error_text_never_reaches_events(pw: str) -> None:
+    """Known only by its shape: `password=`/`passwd=` (up to `;`, which ends a DSN value) or a
+    URL's user info."""
+    texts = []
+    for text in _dbt_errors(pw):
+        secret = pw if "://" in text else pw.replace(";", "")
+        text = text.replace(pw, secret)  # noqa: PLW2901 - the DSN's own form of it
+        assume(secret not in text.replace(secret, "", 1))  # not also part of the rest
+        texts.append(text)
+    with fresh_redactor():
+        _assert_nowhere({pw, pw.replace(";", "")}, texts)
 
 
 # -- the command line -----------------------------------------------------------------------
@@ -361,3 +419,46 @@ def test_settings_collect_the_secrets_they_see(tmp_path: Path) -> None:
         "n4ts-pw",
     }
     assert "n4ts-pw" not in repr(settings)
+
+
+# -- an OpenMetadata URL with user info, after a failed delivery -----------------------------
+
+
+def test_om_url_user_info_never_leaves_a_failed_delivery(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 11, item 8: an OM_HOST with userinfo put the password in the ERROR line and in
+    outbox/openmetadata.reasons.log."""
+    from openlineage.client import OpenLineageClient
+
+    from dbt_oml.delivery.emitter import Delivery
+    from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
+    from tests.conftest import free_port
+    from tests.unit.test_om_transport import FakeTime
+
+    caplog.set_level(logging.DEBUG)
+    url = f"https://bot:S3cr%3Ft@127.0.0.1:{free_port()}"  # nothing listens there
+    outbox = tmp_path / "outbox"
+    config = OpenMetadataConfig.from_dict({"url": url, "outbox_dir": str(outbox)})
+    time = FakeTime()
+    transport = OpenMetadataTransport(config, sleep=time.sleep, clock=time.clock)
+    events = _built(error=f"Runtime Error: POST {url}/api refused")  # dbt's text quoting it
+    delivery = Delivery(
+        OpenLineageClient(transport=transport), outbox=tmp_path / "kept.jsonl", target="om"
+    )
+    delivery.send_all(events)
+    report = delivery.close()
+    assert report.failed == len(events)
+    written = {p.name: p for p in outbox.iterdir()}
+    assert sorted(written) == ["openmetadata.jsonl", "openmetadata.reasons.log"]
+    assert "https://***@127.0.0.1:" in written["openmetadata.reasons.log"].read_text()
+    texts = {
+        "log": "\n".join(r.getMessage() for r in caplog.records) + caplog.text,
+        "problems": "\n".join(report.errors + transport.problems),
+        "repr": repr(transport),
+        **{name: path.read_text() for name, path in written.items()},
+    }
+    for where, text in texts.items():
+        for secret in ("S3cr%3Ft", "S3cr?t", "S3cr"):
+            assert secret not in text, where
+    assert {oct(p.stat().st_mode & 0o777) for p in written.values()} == {"0o600"}
