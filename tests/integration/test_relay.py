@@ -107,7 +107,7 @@ def dead_letters(stream: dict[str, Any]) -> list[tuple[bytes, str]]:
         sub = await js.pull_subscribe(f"{stream['subject']}.dead", stream=stream["stream"])
         try:
             messages = await sub.fetch(100, timeout=2)
-        except nats.errors.TimeoutError:
+        except (nats.errors.TimeoutError, asyncio.TimeoutError):  # nats-py raises either
             return []
         return [(m.data, (m.headers or {}).get("Dbt-Oml-Reason", "")) for m in messages]
 
