@@ -347,6 +347,34 @@ def test_an_unregistered_password_in_dbts_error_text_never_reaches_events(pw: st
         _assert_nowhere({pw, pw.replace(";", "")}, texts)
 
 
+def test_error_facets_are_redacted(mini_target: Path) -> None:
+    from openlineage.client.serde import Serde
+
+    results = mini_target / "run_results.json"
+    doc = json.loads(results.read_text())
+    failed = next(r for r in doc["results"] if r["status"] == "error")
+    failed["message"] = "IO Error: Unable to connect: host=db user=root passwd=TOPSECRET db=crm"
+    results.write_text(json.dumps(doc))
+    with fresh_redactor("pg-R3gistered"):
+        events = build_events(
+            read_artifacts(mini_target),
+            invocation=Invocation(
+                invocation_id="i", started_at=STARTED, command="build", project_name="p"
+            ),
+            namespaces=Namespaces(by_catalog={}, fallback="duckdb://pod"),
+            settings=EventSettings(producer="https://example.com/p", adapter_version="0"),
+            error="Runtime Error: attach 'postgresql://etl:pg-R3gistered@dw/x' failed",
+        )
+    docs = [Serde.to_dict(e) for e in events]
+    messages = [
+        d["run"]["facets"]["errorMessage"]["message"] for d in docs if d["eventType"] == "FAIL"
+    ]
+    assert messages == [
+        "IO Error: Unable to connect: host=db user=root passwd=*** db=crm",
+        "Runtime Error: attach 'postgresql://***@dw/x' failed",
+    ]
+
+
 # -- the command line -----------------------------------------------------------------------
 
 
