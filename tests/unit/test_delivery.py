@@ -143,3 +143,41 @@ def test_the_outbox_is_private_and_redacted(mini_target: Path, tmp_path: Path) -
 
 def test_redact() -> None:
     assert "pw" not in redact("https://u:pw@h/x?api_key=pw")
+
+
+def test_each_append_is_whole_lines_in_one_write(
+    mini_target: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 11, item 12: a crash can tear at most the line being written, never an earlier one,
+    and a reader never sees half a line of an append that went through."""
+    import os
+
+    from dbt_oml.delivery import outbox
+
+    real_write = os.write
+    writes: list[tuple[str, bytes]] = []
+
+    def write(fd: int, data: bytes) -> int:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+        if target.startswith(str(tmp_path)):
+            writes.append((Path(target).name, bytes(data)))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(outbox.os, "write", write)
+    events = [to_dict(e) for e in _events(mini_target)]
+    assert outbox.append_events(tmp_path / "o.jsonl", events[:3]) == 3
+    outbox.append_reason(tmp_path / "o.reasons.log", 3, "POST /api\n  refused\n")
+    Delivery(Flaky(fail=2), outbox=tmp_path / "d.jsonl", target="x").send_all(
+        from_dict(e) for e in events
+    )
+    assert [(name, data.count(b"\n")) for name, data in writes] == [
+        ("o.jsonl", 3),
+        ("o.reasons.log", 1),
+        ("d.jsonl", 1),
+        ("d.jsonl", 1),
+    ]
+    for name, data in writes:
+        assert data.endswith(b"\n"), name
+        if name.endswith(".jsonl"):  # every line of it a whole event
+            assert all(json.loads(line)["eventType"] for line in data.splitlines())
+    assert (tmp_path / "o.jsonl").read_bytes() == writes[0][1]
