@@ -345,20 +345,25 @@ def _outbox_project(tmp_path: Path, target: str = "target") -> tuple[Path, list[
     return proj, events
 
 
-@pytest.mark.parametrize("target", ["target", "custom-target"])
+@pytest.mark.parametrize(
+    ("target", "given"), [("target", None), ("custom-target", "flag"), ("env-target", "env")]
+)
 def test_flush_from_another_directory_honours_the_project_options(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     target: str,
+    given: str | None,
 ) -> None:
     proj, events = _outbox_project(tmp_path, target)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     flags = ["--project-dir", str(proj), "--profiles-dir", str(proj)]
-    if target != "target":
+    if given == "flag":
         flags += ["--target-path", target]
+    elif given == "env":  # dbt's own variable, relative to the project as dbt reads it
+        monkeypatch.setenv("DBT_TARGET_PATH", target)
     assert main(["flush", *flags]) == ExitCode.SUCCESS, capsys.readouterr().err
     sent = (proj / target / "openlineage" / "events.jsonl").read_text().splitlines()
     assert len(sent) == len(events)
@@ -376,6 +381,24 @@ def test_replay_sends_rejected_events_by_name(
     assert main(["replay", str(rejected), "--project-dir", str(proj)]) == ExitCode.SUCCESS
     sent = (proj / "target" / "openlineage" / "events.jsonl").read_text().splitlines()
     assert len(sent) == 1
+    assert not rejected.exists()
+    assert "1 events, 1 delivered" in capsys.readouterr().err
+
+
+def test_replay_from_another_directory_honours_the_target_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proj, _ = _outbox_project(tmp_path, "custom-target")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    rejected = proj / "custom-target" / "dbt_oml" / "outbox" / "inv.rejected.jsonl"
+    flags = ["--project-dir", str(proj), "--target-path", "custom-target"]
+    assert main(["replay", str(rejected), *flags]) == ExitCode.SUCCESS
+    sent = (proj / "custom-target" / "openlineage" / "events.jsonl").read_text().splitlines()
+    assert len(sent) == 1
+    assert not (proj / "target").exists()
+    assert not (elsewhere / "target").exists()
     assert not rejected.exists()
     assert "1 events, 1 delivered" in capsys.readouterr().err
 
