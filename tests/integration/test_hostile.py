@@ -113,6 +113,64 @@ def test_a_stale_unreadable_catalog_is_a_warning(built_copy: Path, damage: str) 
     assert f"WARNING: {catalog}: " in emit.stderr
 
 
+def _output(run: CliRun, job: str) -> dict[str, Any]:
+    return _ends(run)[f"warehouse.staging.jaffle_oml.{job}"]["outputs"][0]
+
+
+def test_a_stale_valid_catalog_is_not_used(ran: CliRun, built_copy: Path) -> None:
+    """A readable catalog.json from an earlier build, missing a column this run has and with
+    other types: with --no-docs-generate it is not this run's, so the columns are the
+    warehouse's as read at the end of the command (README, Failures), not the stale file's."""
+    orders = "model.jaffle_oml.stg_orders"
+    fresh = _output(ran, "stg_orders")["facets"]["schema"]["fields"]
+    assert len(fresh) >= 2
+    stale_columns = {
+        f["name"]: {"name": f["name"], "index": i, "type": "STALE_TYPE", "comment": None}
+        for i, f in enumerate(fresh[:-1], 1)
+    }
+    manifest = json.loads((built_copy / "target" / "manifest.json").read_text())
+    node = manifest["nodes"][orders]
+    stale = {
+        "metadata": {
+            "dbt_schema_version": CATALOG_V1,
+            "dbt_version": manifest["metadata"]["dbt_version"],
+            "generated_at": "2020-01-01T00:00:00.000000Z",
+            "invocation_id": "00000000-0000-0000-0000-000000000000",
+            "env": {},
+        },
+        "nodes": {
+            orders: {
+                "metadata": {
+                    "type": "VIEW",
+                    "schema": node["schema"],
+                    "name": node["alias"],
+                    "database": node["database"],
+                    "comment": None,
+                    "owner": None,
+                },
+                "columns": stale_columns,
+                "stats": {},
+                "unique_id": orders,
+            }
+        },
+        "sources": {},
+        "errors": None,
+    }
+    catalog = built_copy / "target" / "catalog.json"
+    catalog.write_text(json.dumps(stale))
+    args = ["--no-docs-generate", "--allow-empty-column-lineage", "run", "--profiles-dir", "."]
+    run = run_cli([*args, "-s", "stg_orders"], cwd=built_copy)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert _states(run) == {"START": 2, "COMPLETE": 2}
+    output = _output(run, "stg_orders")["facets"]
+    assert output["schema"]["fields"] == fresh  # the new column too, the warehouse's types
+    assert "STALE_TYPE" not in json.dumps(run.events)
+    assert output["dbt_oml_schema"]["complete"] is True
+    assert sorted(output["columnLineage"]["fields"]) == sorted(f["name"] for f in fresh)
+    assert str(catalog) not in run.stderr  # a valid file: no warning, just not this run's
+    assert "Traceback" not in run.stderr
+
+
 def test_bad_timings_and_statuses_keep_their_events(built_copy: Path) -> None:
     emit = ["--dry-run", "--allow-empty-column-lineage", "emit", "--profiles-dir", "."]
     intact = run_cli(emit, cwd=built_copy)
