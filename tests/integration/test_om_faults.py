@@ -1,8 +1,9 @@
 """The fault matrix of issue 10: every OpenMetadata failure, sent directly and through `flush`.
 
-Each cell runs real dbt (`run -s stg_orders`, 10 events) against the loopback OM stand-in with one
-fault, and counts: dbt's exit code, what OM holds (nothing it held before is damaged), what the
-outbox holds, and that delivered + kept + rejected = every event built (nothing lost).
+Each cell runs real dbt (`build -s stg_orders stg_customers`, 18 events) against the loopback OM
+stand-in with one fault, and counts: dbt's exit code, what OM holds (the run's lineage where events
+were delivered; nothing it held before is damaged), what the outbox holds, that delivered + kept +
+rejected = every event built (nothing lost), and that each cause is one ERROR line.
 """
 
 from __future__ import annotations
@@ -22,10 +23,28 @@ from tests.conftest import RUN_STG_ORDERS, CliRun, copy_project, free_port, run_
 from tests.fakes.openmetadata import FakeOpenMetadata, Principal, serve
 
 pytestmark = pytest.mark.integration
-#: `build -s stg_orders`: the invocation's, the model's and its tests' runs, START and end
-EVENTS = 10
-BUILD = ["build", *RUN_STG_ORDERS[1:]]
-ONE = "model.integration_project.stg_orders"
+#: `build -s stg_orders stg_customers`: the invocation's, the models' and their tests' runs,
+#: START and end
+EVENTS = 18
+BUILD = ["build", *RUN_STG_ORDERS[1:5], "stg_customers", *RUN_STG_ORDERS[5:]]
+#: the run's two edges: each model from its CRM source (under the foreign service)
+STG_ORDERS = (
+    "crm_ingested.crm.sales.order_lines_v2",
+    "duckdb_pod_warehouse.warehouse.staging.stg_orders",
+)
+STG_CUSTOMERS = (
+    "crm_ingested.crm.sales.Customers",
+    "duckdb_pod_warehouse.warehouse.staging.stg_customers",
+)
+#: the words of each failure's cause, which must be one ERROR line (no duplicate, no echo)
+CAUSES = {
+    "om down": "connection refused",
+    "hanging": "timed out",
+    "401": "token missing or expired",
+    "403 create": "[Create] not allowed",
+    "400 for one event": "Invalid request format",
+    "failedEvents": "OpenMetadata failed it: boom",
+}
 
 
 @contextmanager
@@ -99,7 +118,8 @@ Fault = Callable[[FakeOpenMetadata], None]
 FAULTS: dict[str, tuple[Fault | None, str]] = {
     # name: (how to break the stand-in, what happens to the events: delivered|kept|one-rejected)
     "om down": (None, "kept"),
-    "503 x2": (lambda om: om.fail_next([503, 503]), "delivered"),
+    # the batch endpoint itself answers 503 twice, then takes the batch
+    "503 x2": (lambda om: om.fail_next([503, 503], "/api/v1/openlineage/"), "delivered"),
     "hanging": (None, "kept"),
     "401": (lambda om: om.principals.clear(), "kept"),
     "403 settings": (None, "delivered"),  # the scoped bot itself: settings are admin-only
@@ -115,6 +135,12 @@ FAULTS: dict[str, tuple[Fault | None, str]] = {
         "one-rejected",
     ),
 }
+
+
+#: Settings a cell needs beyond the common ones: the 503s come at the batch post, after the
+#: bootstrap and dbt metadata requests, so the run's budget (counted from its first request) must
+#: still hold two backoffs (0.5 s + 1 s) then
+CELL_ENV = {"503 x2": {"OPENLINEAGE__TRANSPORT__RETRY_BUDGET": "30"}}
 
 
 def _env(url: str, token: Path, **extra: str) -> dict[str, str]:
@@ -156,6 +182,15 @@ def _om_with(fault: str) -> Iterator[tuple[FakeOpenMetadata, str]]:
             yield om, url
 
 
+def _column_lineage(om: FakeOpenMetadata, edge: tuple[str, str]) -> list[Any] | None:
+    """The column lineage OM holds on an edge (None: no such edge)."""
+    ends = [om.entity("table", name) for name in edge]
+    if None in ends:
+        return None
+    details = om.edges.get((ends[0]["id"], ends[1]["id"]))  # type: ignore[index]
+    return None if details is None else list(details.get("columnsLineage") or [])
+
+
 def _check(
     om: FakeOpenMetadata, before: dict[str, Any], outbox: Path, delivered: int, fault: str
 ) -> None:
@@ -172,11 +207,30 @@ def _check(
     rejected = _lines(outbox / "openmetadata.rejected.jsonl")
     if expect == "delivered":
         assert kept == []
+        assert _column_lineage(om, STG_ORDERS), fault  # OM holds the run's lineage
+        assert _column_lineage(om, STG_CUSTOMERS), fault
     elif expect == "kept":
         assert (delivered, len(kept), om.edges) == (0, EVENTS, {})
     else:
         assert [_is_stg_orders(e) for e in rejected] == [True], fault
         assert len(kept) == 1
+        assert _column_lineage(om, STG_ORDERS) is None, fault  # the rejected one drew nothing
+        assert _column_lineage(om, STG_CUSTOMERS), fault  # the others did
+    if fault == "503 x2":  # the faults hit the batch post itself, which was then retried
+        posts = [r.status for r in om.requests if r.path.startswith("/api/v1/openlineage/")]
+        assert posts[:3] == [503, 503, 200], posts
+
+
+def _once_each(stderr: str, fault: str) -> None:
+    """One line per cause per run: no ERROR line twice, and the fault's cause on one line."""
+    errors = [line for line in stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == len(set(errors)), errors
+    if fault in CAUSES:
+        lines = [line for line in stderr.splitlines() if CAUSES[fault] in line]
+        assert len(lines) == 1, (fault, stderr[-3000:])
+        assert lines[0] in errors, (fault, lines)
+    else:
+        assert errors == [], (fault, errors)
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
@@ -186,9 +240,10 @@ def test_direct(fault: str, tmp_path: Path) -> None:
     token.write_text("bot-jwt\n")
     with _om_with(fault) as (om, url):
         before = _state(om)
-        run = run_cli(BUILD, cwd=proj, env=_env(url, token))
+        run = run_cli(BUILD, cwd=proj, env=_env(url, token, **CELL_ENV.get(fault, {})))
     assert run.returncode == 0, run.stderr[-3000:]  # lineage never changes dbt's code
     _check(om, before, proj / "target" / "dbt_oml" / "outbox", _delivered(run), fault)
+    _once_each(run.stderr, fault)
     assert "Traceback" not in run.stderr
 
 
@@ -203,8 +258,9 @@ def test_flush(fault: str, tmp_path: Path) -> None:
     assert len(_lines(outbox / "openmetadata.jsonl")) == EVENTS
     with _om_with(fault) as (om, url):
         before = _state(om)
-        flushed = run_cli(["flush"], cwd=proj, env=_env(url, token))
+        flushed = run_cli(["flush"], cwd=proj, env=_env(url, token, **CELL_ENV.get(fault, {})))
     expect = FAULTS[fault][1]
     assert flushed.returncode == (0 if expect == "delivered" else 4), flushed.stderr[-3000:]
     _check(om, before, outbox, _delivered(flushed), fault)
+    _once_each(flushed.stderr, fault)
     assert "Traceback" not in flushed.stderr
