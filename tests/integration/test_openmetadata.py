@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import RUN_STG_ORDERS, copy_project, free_port, run_cli
+from tests.conftest import RUN_STG_ORDERS, CliRun, copy_project, free_port, run_cli
 from tests.fakes.openmetadata import FakeOpenMetadata, serve
 
 pytestmark = pytest.mark.integration
@@ -51,10 +52,30 @@ def _seed_source_server(om: FakeOpenMetadata) -> None:
     om.settings["namespaceToServiceMapping"] = {SOURCE_NS: "source_sql"}
 
 
+#: Builds whose only inputs are local files (a seed's CSV, a Parquet file read by path).
+FILE_ONLY = ("country_codes", "stg_web_events")
+
+
+@dataclass
+class OmRuns:
+    om: FakeOpenMetadata
+    first: CliRun
+    second: CliRun
+    #: the second run's requests
+    requests: list[Any]
+    #: what OM held after the second run
+    held: dict[str, Any]
+    #: `emit` after a good build, without catalog.json
+    degraded: CliRun
+    #: `build -s customers_snapshot --no-docs-generate` after the emit (catalog.json gone)
+    snapshot: CliRun
+    snapshot_before: dict[str, Any]
+    #: selection -> its two runs in a pod of its own, each with what the outbox held after it
+    file_only: dict[str, list[tuple[CliRun, list[str]]]]
+
+
 @pytest.fixture(scope="module")
-def om_runs(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[Any, ...]]:
+def om_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OmRuns]:
     om = FakeOpenMetadata.with_bot()
     _seed_source_server(om)
     proj = copy_project(tmp_path_factory.mktemp("om") / "project")
@@ -83,7 +104,27 @@ def om_runs(
         held = _snapshot(om)
         (proj / "target" / "catalog.json").unlink()  # a degraded run: declared columns only
         degraded = run_cli(["emit", "--profiles-dir", ".", *args[3:]], cwd=proj, env=env)
-        yield om, first, second, requests, held, degraded
+        snapshot_before = _snapshot(om)
+        snapshot = run_cli(
+            [*args, "-s", "customers_snapshot", "--no-docs-generate"], cwd=proj, env=env
+        )
+        # a pod that only loads files (same namespaces, so the same services in OM)
+        pod = copy_project(proj.parent / "files")
+        outbox = pod / "target" / "dbt_oml" / "outbox"
+        file_only = {
+            selection: [
+                (run_cli([*args, "-s", selection], cwd=pod, env=env), _listing(outbox))
+                for _ in range(2)
+            ]
+            for selection in FILE_ONLY
+        }
+        yield OmRuns(
+            om, first, second, requests, held, degraded, snapshot, snapshot_before, file_only
+        )
+
+
+def _listing(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.glob("*")) if folder.exists() else []
 
 
 def _snapshot(om: FakeOpenMetadata) -> dict[str, Any]:
@@ -99,9 +140,9 @@ def _snapshot(om: FakeOpenMetadata) -> dict[str, Any]:
     return {"tables": tables, "edges": edges}
 
 
-def test_both_runs_succeed_and_deliver_with_a_scoped_bot(om_runs) -> None:
-    om, first, second, *_ = om_runs
-    for run in (first, second):
+def test_both_runs_succeed_and_deliver_with_a_scoped_bot(om_runs: OmRuns) -> None:
+    om, first = om_runs.om, om_runs.first
+    for run in (first, om_runs.second):
         assert run.returncode == 0, run.stderr[-3000:]
         assert "NOT delivered" not in run.stderr, run.stderr[-3000:]
         assert "90 delivered" in run.stderr or "90 events" in run.stderr, run.stderr[-2000:]
@@ -109,8 +150,8 @@ def test_both_runs_succeed_and_deliver_with_a_scoped_bot(om_runs) -> None:
     assert list((first.project / "target" / "dbt_oml" / "outbox").glob("*")) == []
 
 
-def test_a_degraded_emit_damages_nothing(om_runs) -> None:
-    om, _first, _second, _n, held, degraded = om_runs
+def test_a_degraded_emit_damages_nothing(om_runs: OmRuns) -> None:
+    om, held, degraded = om_runs.om, om_runs.held, om_runs.degraded
     assert degraded.returncode in (0, 4), degraded.stderr[-3000:]
     now = _snapshot(om)
     for fqn, (columns, description) in held["tables"].items():
@@ -119,6 +160,36 @@ def test_a_degraded_emit_damages_nothing(om_runs) -> None:
     for edge, count in held["edges"].items():
         assert now["edges"].get(edge, 0) >= count, edge
     assert "kept the column lineage OpenMetadata holds" in degraded.stderr
+
+
+@pytest.mark.parametrize("selection", FILE_ONLY)
+def test_runs_whose_only_inputs_are_files_keep_nothing(om_runs: OmRuns, selection: str) -> None:
+    om = om_runs.om
+    for run, outbox in om_runs.file_only[selection]:
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert "NOT delivered" not in run.stderr, run.stderr[-3000:]
+        assert outbox == [], run.stderr[-3000:]  # nothing kept, on the second run either
+        left_out = [line for line in run.stderr.splitlines() if "resolves no local files" in line]
+        assert len(left_out) == 1, run.stderr[-3000:]
+        assert left_out[0].startswith("dbt-oml: INFO: "), left_out
+    # what OM can resolve it got: the table dbt built, with dbt's metadata
+    table = om.entity("table", f"duckdb_pod_warehouse.warehouse.staging.{selection}")
+    assert table is not None
+    assert [c["name"] for c in table["columns"]]
+    if selection == "stg_web_events":
+        assert table["description"] == "Web events read from a Parquet file."
+
+
+def test_a_snapshot_without_a_catalog_shrinks_no_table(om_runs: OmRuns) -> None:
+    run, before, now = om_runs.snapshot, om_runs.snapshot_before, _snapshot(om_runs.om)
+    assert run.returncode in (0, 4), run.stderr[-3000:]
+    assert "Traceback" not in run.stderr
+    for reference in (om_runs.held, before):  # after the full build, and just before this one
+        for fqn, (columns, description) in reference["tables"].items():
+            assert now["tables"][fqn][0][: len(columns)] == columns, fqn
+            assert now["tables"][fqn][1] == description, fqn
+    snapshot = "duckdb_pod_warehouse.warehouse.snapshots.customers_snapshot"
+    assert len(now["tables"][snapshot][0]) == len(om_runs.held["tables"][snapshot][0]) > 0
 
 
 def test_om_variables_complete_an_openlineage_configured_transport(tmp_path: Path) -> None:
@@ -154,6 +225,8 @@ def test_the_plugin_keeps_every_event_when_the_transport_is_misconfigured(tmp_pa
     assert run.returncode == 0, run.stderr[-3000:]
     errors = [line for line in (run.stdout + run.stderr).splitlines() if "transport.url" in line]
     assert len(errors) == 1, errors
+    assert errors[0].startswith("dbt-oml: ERROR: "), errors  # not DEBUG, not a WARNING
+    assert "events are kept in" in errors[0]
     kept = [
         line
         for f in (proj / "target" / "dbt_oml" / "outbox").glob("*.jsonl")
@@ -162,8 +235,8 @@ def test_the_plugin_keeps_every_event_when_the_transport_is_misconfigured(tmp_pa
     assert len(kept) == 4  # the invocation's and the model's START and COMPLETE
 
 
-def test_owned_entities_are_created_with_put(om_runs) -> None:
-    om = om_runs[0]
+def test_owned_entities_are_created_with_put(om_runs: OmRuns) -> None:
+    om = om_runs.om
     for service in ("duckdb_pod_warehouse", "duckdb_pod_dw"):
         assert om.entity("databaseService", service)["serviceType"] == "CustomDatabase"
     table = om.entity("table", "duckdb_pod_warehouse.warehouse.staging.stg_customers")
@@ -180,8 +253,8 @@ def test_owned_entities_are_created_with_put(om_runs) -> None:
     assert {r.method for r in owned} == {"PUT"}
 
 
-def test_foreign_entities_are_never_overwritten(om_runs) -> None:
-    om = om_runs[0]
+def test_foreign_entities_are_never_overwritten(om_runs: OmRuns) -> None:
+    om = om_runs.om
     customers = om.entity("table", "source_sql.crm.sales.Customers")
     assert customers["description"] == "Ingested."
     assert customers["columns"][0]["description"] == "ingested CustomerId"
@@ -202,8 +275,8 @@ def _edge(om: FakeOpenMetadata, src: str, dst: str) -> dict:
     return om.edges[(a["id"], b["id"])]
 
 
-def test_the_chain_from_source_to_mart_resolves_with_column_lineage(om_runs) -> None:
-    om = om_runs[0]
+def test_the_chain_from_source_to_mart_resolves_with_column_lineage(om_runs: OmRuns) -> None:
+    om = om_runs.om
     chain = [
         "source_sql.crm.sales.Customers",
         "duckdb_pod_warehouse.warehouse.staging.stg_customers",
@@ -225,8 +298,8 @@ def test_the_chain_from_source_to_mart_resolves_with_column_lineage(om_runs) -> 
     assert key["function"].upper().startswith("MD5(")
 
 
-def test_second_run_is_cheap_and_changes_nothing(om_runs) -> None:
-    _om, _, _second, requests, *_ = om_runs
+def test_second_run_is_cheap_and_changes_nothing(om_runs: OmRuns) -> None:
+    requests = om_runs.requests
     # a new dbt run: one new test result per test (issue 15), and the dbt tab of the incremental
     # model, whose compiled SQL differs on its second run; nothing else written
     results = [r for r in requests if "/testCaseResults/" in r.path]
@@ -244,16 +317,28 @@ def test_second_run_is_cheap_and_changes_nothing(om_runs) -> None:
     ]
     assert second_writes == []
     assert {r.status for r in results} == {201}
-    batches = [r for r in requests if r.path.endswith("/lineage/batch")]
-    assert len(batches) >= 1
-    # dbt metadata reads: per test case, definition, tag and owner, once each
+    gets = [r for r in requests if r.method == "GET"]
+    posts = [r for r in requests if r.path.startswith("/api/v1/openlineage/")]
+    assert [r.path for r in posts] == ["/api/v1/openlineage/lineage/batch"]  # one, none one by one
+    # dbt metadata reads: each test case once; each definition, tag and classification once; a
+    # user and a team lookup per owner spelling of the project (6)
     dbt_reads = [r for r in requests if r.method == "GET" and r.path.startswith(DBT_READS)]
-    assert len(dbt_reads) <= 2 * len(results) + 20, len(dbt_reads)
-    rest = len(requests) - len(dbt_reads) - len(results)
-    assert rest <= 40 + len(batches), rest  # listing per parent, not per entity
+    cases = [r for r in dbt_reads if r.path.startswith("/api/v1/dataQuality/testCases/")]
+    assert len(cases) == len(results)
+    owners = [r for r in dbt_reads if r.path.startswith(("/api/v1/users/", "/api/v1/teams/"))]
+    assert len(owners) <= 2 * 6, [r.path for r in owners]
+    named = [r.path for r in dbt_reads if r not in cases and r not in owners]
+    assert len(named) == len(set(named)), named
+    # the rest: the settings, one listing per parent (never per entity), the guard's lineage
+    # read for the one opaque model, the columns of the one table dbt cannot introspect
+    others = [(r.path, sorted(r.query.items())) for r in gets if r not in dbt_reads]
+    assert len(others) == len({repr(o) for o in others}), others
+    assert len(others) <= 18, others
+    writes = [r for r in requests if r.method != "GET" and r not in posts]
     print(  # noqa: T201
-        f"second run: {len(requests)} requests ({len(dbt_reads)} dbt metadata reads, "
-        f"{len(results)} new test results), {len(batches)} batch(es)"
+        f"second run: {len(requests)} requests: {len(gets)} GETs ({len(dbt_reads)} dbt metadata "
+        f"reads), {len(posts)} OpenLineage posts, {len(writes)} other writes ({len(results)} new "
+        f"test results, {len(incremental)} dbt tab of the incremental model)"
     )
 
 
@@ -335,4 +420,7 @@ def test_dry_run_prints_the_bootstrap_plan(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr[-3000:]
     assert "OpenMetadata bootstrap plan (nothing written)" in run.stderr
     assert "PUT /api/v1/tables duckdb_" in run.stderr
-    assert [r for r in om.requests if r.method in ("PUT", "POST")] == []
+    # the dbt metadata writes are in the plan too: the seed's dbt tab and its dbt tag
+    assert "PUT /api/v1/tables/{id}/dataModel duckdb_" in run.stderr
+    assert "PUT /api/v1/tags dbtTags.seed" in run.stderr
+    assert [r for r in om.requests if r.method in ("PUT", "POST", "PATCH")] == []
