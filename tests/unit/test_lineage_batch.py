@@ -8,6 +8,7 @@ from dbt_oml.artifacts import RunArtifacts, read_artifacts
 from dbt_oml.config import load_settings
 from dbt_oml.lineage.batch import (
     ANALYSED_TYPES,
+    LineageReport,
     analyse_models,
     file_sources,
     known_columns,
@@ -348,6 +349,17 @@ def _plugin_run(
     return first, plugin
 
 
+def _reanalyse(target: Path, wanted: set[str]) -> LineageReport:
+    """The same models analysed again through the project's disk cache (a later emit)."""
+    return analyse_models(
+        read_artifacts(target),
+        wanted=wanted,
+        dialect="duckdb",
+        default_catalog="warehouse",
+        cache=lineage_cache(target),
+    )
+
+
 def test_a_plugin_run_prunes_no_cache_entry_its_nodes_used(mini_target: Path) -> None:
     known = NodeLineage()
     first, plugin = _plugin_run(mini_target, known)
@@ -355,13 +367,7 @@ def test_a_plugin_run_prunes_no_cache_entry_its_nodes_used(mini_target: Path) ->
     assert plugin == first
     assert known.cache is not None
     assert known.cache.used  # the nodes' analyses were cache hits
-    after = analyse_models(
-        read_artifacts(mini_target),
-        wanted=set(first),
-        dialect="duckdb",
-        default_catalog="warehouse",
-        cache=lineage_cache(mini_target),
-    )
+    after = _reanalyse(mini_target, set(first))
     assert (after.analysed, after.cache_hits) == (0, len(first))
     assert len(_entries(mini_target / "dbt_oml" / "lineage-cache")) == len(first)
 
@@ -369,11 +375,5 @@ def test_a_plugin_run_prunes_no_cache_entry_its_nodes_used(mini_target: Path) ->
 def test_lineage_made_elsewhere_leaves_the_cache_unpruned(mini_target: Path) -> None:
     # models known from an analysis whose cache entries are unknown: none of them is dropped
     first, _ = _plugin_run(mini_target, {})
-    after = analyse_models(
-        read_artifacts(mini_target),
-        wanted=set(first),
-        dialect="duckdb",
-        default_catalog="warehouse",
-        cache=lineage_cache(mini_target),
-    )
+    after = _reanalyse(mini_target, set(first))
     assert (after.analysed, after.cache_hits) == (0, len(first))
