@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -247,15 +248,23 @@ def test_direct(fault: str, tmp_path: Path) -> None:
     assert "Traceback" not in run.stderr
 
 
-@pytest.mark.parametrize("fault", list(FAULTS))
-def test_flush(fault: str, tmp_path: Path) -> None:
-    proj = copy_project(tmp_path / "p")
+@pytest.fixture(scope="module")
+def kept_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project whose build met OM down: every event waits in its outbox (built once)."""
+    proj = copy_project(tmp_path_factory.mktemp("om_down") / "p")
     token = proj / "token"
     token.write_text("bot-jwt\n")
     down = run_cli(BUILD, cwd=proj, env=_env(f"http://127.0.0.1:{free_port()}", token))
     assert down.returncode == 0, down.stderr[-3000:]
+    assert len(_lines(proj / "target" / "dbt_oml" / "outbox" / "openmetadata.jsonl")) == EVENTS
+    return proj
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_flush(fault: str, kept_run: Path, tmp_path: Path) -> None:
+    proj = Path(shutil.copytree(kept_run, tmp_path / "p"))  # each cell flushes its own outbox
+    token = proj / "token"
     outbox = proj / "target" / "dbt_oml" / "outbox"
-    assert len(_lines(outbox / "openmetadata.jsonl")) == EVENTS
     with _om_with(fault) as (om, url):
         before = _state(om)
         flushed = run_cli(["flush"], cwd=proj, env=_env(url, token, **CELL_ENV.get(fault, {})))
