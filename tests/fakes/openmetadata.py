@@ -229,6 +229,27 @@ class FakeOpenMetadata:
             self._check_entity(spec, body)
         return self._create(spec, body, Principal("ingestion"), fqn=fqn)
 
+    def seed_table(
+        self, fqn: str, service_type: str, table: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """`service.database.schema.table` as a connector ingested it: each parent seeded when
+        missing, then the table (`table` holds its other fields: columns, description, ...)."""
+        service, database, schema, name = fqn.split(".")
+        parents = (
+            ("databaseService", {"name": service, "serviceType": service_type}, service),
+            ("database", {"name": database, "service": service}, f"{service}.{database}"),
+            (
+                "databaseSchema",
+                {"name": schema, "database": f"{service}.{database}"},
+                f"{service}.{database}.{schema}",
+            ),
+        )
+        for kind, body, parent_fqn in parents:
+            if self.entity(kind, parent_fqn) is None:
+                self.seed(kind, body)
+        body = {"name": name, "databaseSchema": f"{service}.{database}.{schema}", **(table or {})}
+        return self.seed("table", body)
+
     def add_person(self, name: str, email: str | None = None) -> dict[str, Any]:
         """A user who can own entities (D1)."""
         return om_catalog.add_person(self, name, email, bot=False)

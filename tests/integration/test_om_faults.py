@@ -84,14 +84,10 @@ def _is_stg_orders(event: dict[str, Any]) -> bool:
 
 def _seed_foreign(om: FakeOpenMetadata) -> None:
     """Something OM already holds that no run may damage."""
-    om.seed("databaseService", {"name": "crm_ingested", "serviceType": "Mysql"})
-    om.seed("database", {"name": "crm", "service": "crm_ingested"})
-    om.seed("databaseSchema", {"name": "sales", "database": "crm_ingested.crm"})
-    om.seed(
-        "table",
+    om.seed_table(
+        "crm_ingested.crm.sales.order_lines_v2",
+        "Mysql",
         {
-            "name": "order_lines_v2",
-            "databaseSchema": "crm_ingested.crm.sales",
             "description": "Ingested by OM's MySQL connector.",
             "columns": [
                 {"name": n, "dataType": "INT", "description": f"ingested {n}"}

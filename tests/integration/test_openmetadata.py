@@ -22,14 +22,10 @@ DBT_READS = tuple(f"/api/v1/{p}/" for p in (*_DBT_READ, "users", "teams"))
 
 def _seed_source_server(om: FakeOpenMetadata) -> None:
     """The CRM as OM's own SQL Server connector ingested it (a service dbt-oml does not own)."""
-    om.seed("databaseService", {"name": "source_sql", "serviceType": "Mssql"})
-    om.seed("database", {"name": "crm", "service": "source_sql"})
-    om.seed("databaseSchema", {"name": "sales", "database": "source_sql.crm"})
-    om.seed(
-        "table",
+    om.seed_table(
+        "source_sql.crm.sales.Customers",
+        "Mssql",
         {
-            "name": "Customers",
-            "databaseSchema": "source_sql.crm.sales",
             "description": "Ingested.",
             "columns": [
                 {

@@ -130,14 +130,10 @@ def test_only_processed_events_bootstrap(om: FakeOpenMetadata, tmp_path: Path) -
 
 
 def _ingested_duckdb_service(om: FakeOpenMetadata) -> None:
-    om.seed("databaseService", {"name": "lake", "serviceType": "CustomDatabase"})
-    om.seed("database", {"name": "warehouse", "service": "lake"})
-    om.seed("databaseSchema", {"name": "staging", "database": "lake.warehouse"})
-    om.seed(
-        "table",
+    om.seed_table(
+        "lake.warehouse.staging.stg_customers",
+        "CustomDatabase",
         {
-            "name": "stg_customers",
-            "databaseSchema": "lake.warehouse.staging",
             "tableType": "View",
             "description": "Written by a person.",
             "columns": [{"name": "id", "dataType": "INT", "description": "the key"}],
@@ -177,14 +173,10 @@ def test_an_unmarked_service_named_like_dbt_omls_own_is_foreign(
 ) -> None:
     # a CustomDatabase service named exactly as dbt-oml derives it (duckdb://pod -> duckdb_pod),
     # made by someone else: without the "Managed by dbt-oml" mark it is not dbt-oml's
-    om.seed("databaseService", {"name": "duckdb_pod", "serviceType": "CustomDatabase"})
-    om.seed("database", {"name": "warehouse", "service": "duckdb_pod"})
-    om.seed("databaseSchema", {"name": "staging", "database": "duckdb_pod.warehouse"})
-    om.seed(
-        "table",
+    om.seed_table(
+        "duckdb_pod.warehouse.staging.stg_customers",
+        "CustomDatabase",
         {
-            "name": "stg_customers",
-            "databaseSchema": "duckdb_pod.warehouse.staging",
             "description": "Written by a person.",
             "columns": [{"name": "id", "dataType": "INT", "description": "the key"}],
         },

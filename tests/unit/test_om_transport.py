@@ -238,14 +238,10 @@ def test_dry_run_plan_names_methods_and_writes_nothing(
 
 
 def test_columns_om_holds_for_foreign_tables(om: FakeOpenMetadata, tmp_path: Path) -> None:
-    om.seed("databaseService", {"name": "src", "serviceType": "Mssql"})
-    om.seed("database", {"name": "crm", "service": "src"})
-    om.seed("databaseSchema", {"name": "dbo", "database": "src.crm"})
-    om.seed(
-        "table",
+    om.seed_table(
+        "src.crm.dbo.Customer",
+        "Mssql",
         {
-            "name": "Customer",
-            "databaseSchema": "src.crm.dbo",
             "columns": [{"name": "CustomerID", "dataType": "INT", "dataTypeDisplay": "int"}],
         },
     )
