@@ -35,8 +35,7 @@ from dbt_oml.lineage.graph import ColumnGraph
 from dbt_oml.lineage.model import ModelLineage, schema_case
 from dbt_oml.lineage.view import LineageView
 from dbt_oml.lineage.workers import analyse_one
-from dbt_oml.pipeline.lineage import project_graph
-from dbt_oml.pipeline.run_state import STATE_DIR
+from dbt_oml.pipeline.lineage import lineage_cache, project_graph
 
 
 def compiled_sql(artifacts: RunArtifacts) -> dict[str, str]:
@@ -138,7 +137,7 @@ def impact(
         previous,
         columns=columns,
         project_dir=project.project_dir,
-        cache=DiskCache(project.target_path / STATE_DIR / "lineage-cache"),
+        cache=lineage_cache(project.target_path),
         dialect=project.adapter_type,
         default_catalog=project.catalogs[0].alias if project.catalogs else None,
     )

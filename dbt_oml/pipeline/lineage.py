@@ -73,8 +73,9 @@ class NodeLineage(dict[str, ModelLineage]):
 
     def cache_for(self, target_path: Path) -> DiskCache:
         """The cache of `target_path`, one instance for the whole run."""
-        if self.cache is None or self.cache.root != target_path / STATE_DIR / "lineage-cache":
-            self.cache = lineage_cache(target_path)
+        cache = lineage_cache(target_path)  # cheap: reads nothing until it is looked up
+        if self.cache is None or self.cache.root != cache.root:
+            self.cache = cache
         return self.cache
 
 

@@ -19,9 +19,13 @@ from dbt_oml.delivery.emitter import Delivery, read_outbox
 from dbt_oml.errors import ArtifactError
 from dbt_oml.events.builder import iter_events
 from dbt_oml.events.invocation import Invocation
-from dbt_oml.lineage.cache import DiskCache
 from dbt_oml.lineage.view import LineageView
-from dbt_oml.pipeline.lineage import ProjectPlace, column_lineage_for, project_graph
+from dbt_oml.pipeline.lineage import (
+    ProjectPlace,
+    column_lineage_for,
+    lineage_cache,
+    project_graph,
+)
 from dbt_oml.pipeline.run_state import (
     STATE_DIR,
     Report,
@@ -182,7 +186,7 @@ def view_of(
         project_dir=project_dir,
         dialect=dialect,
         default_catalog=default_catalog,
-        cache=DiskCache(target_path / STATE_DIR / "lineage-cache"),
+        cache=lineage_cache(target_path),
     )
     return LineageView(graph)
 
