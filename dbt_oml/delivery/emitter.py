@@ -1,13 +1,15 @@
 """Send events through the openlineage-python client; keep what could not be delivered.
 
 Delivery never raises into dbt-oml's caller: each failure is counted, and once the transport has
-failed a few times in a row the remaining events go straight to the outbox (a JSON-lines file
-that `dbt-oml replay` sends later), so a dead backend costs seconds, not minutes per event.
+failed a few times in a row, or once it could not reach its backend at all (after its own
+retries), the remaining events go straight to the outbox (a JSON-lines file that `dbt-oml replay`
+sends later), so a dead backend costs one failed send, not one per event.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +35,24 @@ logger = logging.getLogger(__name__)
 
 #: After this many consecutive failures the transport is not tried again in this run.
 MAX_CONSECUTIVE_FAILURES = 3
+#: What says the backend cannot be reached at all: refused, unknown host, no answer in time.
+_UNREACHABLE = (ConnectionError, TimeoutError, socket.gaierror)
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether `error`, or what it was raised from, says the backend cannot be reached.
+
+    Client libraries wrap the socket's error (requests: ConnectionError from urllib3's
+    MaxRetryError from NewConnectionError from ConnectionRefusedError): the chain is walked.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, _UNREACHABLE):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 class Emitter(Protocol):
@@ -151,20 +171,31 @@ class Delivery:
             try:
                 self._emitter.emit(event)
             except Exception as e:
-                self._consecutive += 1
-                self.report.errors.append(redact(f"{type(e).__name__}: {e}"))
                 logger.debug("emit failed", exc_info=True)
-                self._spool(event)
-                if self._consecutive == MAX_CONSECUTIVE_FAILURES:
-                    logger.warning(
-                        "%s failed %d times in a row; keeping the remaining events in %s",
-                        self._target,
-                        self._consecutive,
-                        self._outbox,
-                    )
+                self._failed(event, e)
             else:
                 self._consecutive = 0
                 self.report.delivered += 1
+
+    def _failed(self, event: RunEvent, error: Exception) -> None:
+        """Count a failed send and keep its event; stop trying once the backend looks dead."""
+        self._consecutive += 1
+        self.report.errors.append(redact(f"{type(error).__name__}: {error}"))
+        self._spool(event)
+        if unreachable(error):  # the transport's own retries are behind this failure
+            self._consecutive = MAX_CONSECUTIVE_FAILURES
+            logger.warning(
+                "%s cannot be reached; keeping the remaining events in %s",
+                self._target,
+                self._outbox,
+            )
+        elif self._consecutive == MAX_CONSECUTIVE_FAILURES:
+            logger.warning(
+                "%s failed %d times in a row; keeping the remaining events in %s",
+                self._target,
+                self._consecutive,
+                self._outbox,
+            )
 
     def keep(self, event: RunEvent) -> None:
         """Keep an event in the outbox without sending it (delivery was refused on purpose)."""

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -34,17 +35,29 @@ def _events(target: Path) -> list[RunEvent]:
     )
 
 
+class RefusedError(Exception):
+    """What requests raises for a closed port: the socket's error is only in the chain."""
+
+
 class Flaky:
-    def __init__(self, fail: int) -> None:
+    """Fails its first `fail` sends: with a server error, or (`refused`) unable to connect."""
+
+    def __init__(self, fail: int, *, refused: bool = False) -> None:
         self.fail = fail
+        self.refused = refused
         self.calls = 0
         self.sent: list[RunEvent] = []
 
     def emit(self, event: RunEvent) -> None:
         self.calls += 1
-        if self.calls <= self.fail:
-            raise ConnectionError("POST https://bot:SECRET@om:8585/api/v1/lineage refused")
-        self.sent.append(event)
+        if self.calls > self.fail:
+            self.sent.append(event)
+            return
+        url = "https://bot:SECRET@om:8585/api/v1/lineage"
+        if not self.refused:
+            raise RuntimeError(f"POST {url}: 500 Internal Server Error")
+        refused = ConnectionRefusedError(111, "Connection refused")
+        raise RefusedError(f"POST {url}: max retries exceeded") from refused
 
     def close(self, timeout: float = -1.0) -> bool:
         return True
@@ -64,6 +77,45 @@ def test_a_dead_transport_is_tried_a_bounded_number_of_times(
     kept = read_outbox(tmp_path / "outbox" / "x.jsonl")
     assert [to_dict(e) for e in kept] == [to_dict(e) for e in events]
     assert all("SECRET" not in err for err in report.errors)
+
+
+def test_an_unreachable_backend_is_tried_once(
+    mini_target: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Connection refused after the client's own retries: the rest goes to the outbox untried."""
+    events = _events(mini_target)
+    flaky = Flaky(fail=10**6, refused=True)
+    delivery = Delivery(flaky, outbox=tmp_path / "x.jsonl", target="om")
+    with caplog.at_level("WARNING", logger="dbt_oml.delivery.emitter"):
+        delivery.send_all(events)
+    report = delivery.close()
+    assert (flaky.calls, report.delivered, report.failed) == (1, 0, len(events))
+    assert len(report.errors) == 1
+    assert "SECRET" not in report.errors[0]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"om cannot be reached; keeping the remaining events in {tmp_path / 'x.jsonl'}"
+    ]
+    kept = read_outbox(tmp_path / "x.jsonl")
+    assert [to_dict(e) for e in kept] == [to_dict(e) for e in events]
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (ConnectionResetError(104, "reset"), True),
+        (TimeoutError("timed out"), True),
+        (socket.gaierror(-2, "Name or service not known"), True),
+        (OSError(-2, "Name or service not known"), False),  # not gaierror: not known to be DNS
+        (ValueError("HTTP 400"), False),
+    ],
+)
+def test_unreachable_reads_the_chain(error: Exception, expected: bool) -> None:
+    from dbt_oml.delivery.emitter import unreachable
+
+    wrapped = RuntimeError("wrapped")
+    wrapped.__cause__ = error  # what `raise ... from error` sets
+    assert unreachable(wrapped) is expected
+    assert unreachable(error) is expected
 
 
 def test_a_passing_failure_keeps_only_the_failed_event(mini_target: Path, tmp_path: Path) -> None:
