@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test test-unit lint fmt bench bench-e2e bench-lineage bench-plugin bench-nats bench-om-faults bench-coverage clean
+.PHONY: demo test test-unit lint fmt bench bench-e2e bench-lineage bench-plugin bench-nats bench-om-faults bench-coverage bench-explorer clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -93,6 +93,10 @@ bench-om-faults: $(STAMP)
 # and the generated corpus; BENCH_COVERAGE_ARGS=--engine-rev REV adds an older engine's numbers.
 bench-coverage: $(STAMP)
 	$(BIN)/python benchmarks/coverage.py $(BENCH_COVERAGE_ARGS)
+
+# The lineage explorer's page load at 2,000 models in headless chromium (benchmarks/README section 6)
+bench-explorer: $(STAMP)
+	$(BIN)/python benchmarks/explorer_bench.py
 
 clean:
 	rm -rf $(VENV) integration_project/target integration_project/logs integration_project/*.duckdb
