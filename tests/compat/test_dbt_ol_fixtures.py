@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SHARED, run_cli
+from tests.conftest import SHARED
 
 FIXTURES = SHARED / "dbt-ol-fixtures"
 CASES = [
@@ -206,17 +206,27 @@ def mismatches(expected: Any, actual: Any, path: str = "") -> list[str]:
     return [] if expected == actual else [f"{path}: expected {expected!r}, got {actual!r}"[:300]]
 
 
-def emit(case: str, tmp_path: Path) -> list[dict[str, Any]]:
+def emit(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> list[dict[str, Any]]:
+    """`dbt-oml emit --dry-run` on the case, in this process: emit runs no dbt command (it reads
+    artifacts and renders the profile), so no dbt state outlives it; the environment is the
+    test's own (tests/conftest.py clears DBT_*, OPENLINEAGE* and DBT_OML_* first)."""
+    from dbt_oml.cli import main
+
     project = tmp_path / case.replace("/", "_")
     shutil.copytree(FIXTURES / case, project)
     namespace = expected_events(case)[0]["job"]["namespace"]
-    run = run_cli(
-        ["emit", "--dry-run", "--profiles-dir", ".", "--allow-empty-column-lineage"],
-        cwd=project,
-        env={**ORCHESTRATOR, "OPENLINEAGE_NAMESPACE": namespace, **CASE_ENV.get(case, {})},
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    events: list[dict[str, Any]] = json.loads(run.stdout)["events"]
+    for key, value in {**ORCHESTRATOR, "OPENLINEAGE_NAMESPACE": namespace}.items():
+        monkeypatch.setenv(key, value)
+    for key, value in CASE_ENV.get(case, {}).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(project)
+    capsys.readouterr()
+    code = main(["emit", "--dry-run", "--profiles-dir", ".", "--allow-empty-column-lineage"])
+    out, err = capsys.readouterr()
+    assert code == 0, err[-2000:]
+    events: list[dict[str, Any]] = json.loads(out)["events"]
     return events
 
 
@@ -231,8 +241,10 @@ def test_the_comparator_is_strict() -> None:
 
 @needs_fixtures
 @pytest.mark.parametrize("case", CASES)
-def test_fixture(case: str, tmp_path: Path) -> None:
-    ours = emit(case, tmp_path)
+def test_fixture(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ours = emit(case, tmp_path, monkeypatch, capsys)
     by_key: dict[tuple[str, str], dict[str, Any]] = {}
     for event in ours:
         by_key.setdefault((event["job"]["name"], event["eventType"]), event)
