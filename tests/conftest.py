@@ -176,6 +176,19 @@ def _once_per_run(
     )
 
 
+@pytest.fixture(scope="module")
+def _servers_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Held by a module on the shared PostgreSQL/MariaDB schemas (marker `servers`) for as long
+    as it runs: xdist's workers take those modules in turn, the other workers go on meanwhile."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    with (shared / "servers.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
     """`dbt-oml build` on the bundled project, local target: everything succeeds."""

@@ -63,7 +63,7 @@ def _drop_users(con: Any) -> None:
 
 
 @pytest.fixture(scope="module")
-def users() -> Iterator[str]:
+def users(_servers_lock: None) -> Iterator[str]:
     """The dedicated users, dropped again at the end; yields DuckDB's extension directory."""
     con = _admin()
     schemas = con.execute("select schema_name from duckdb_schemas() where database_name = 'm'")

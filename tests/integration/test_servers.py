@@ -30,7 +30,7 @@ def _reachable(port: int) -> bool:
 
 
 @pytest.fixture(scope="module")
-def servers_run(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
+def servers_run(_servers_lock: None, tmp_path_factory: pytest.TempPathFactory) -> CliRun:
     missing = [
         name for name, port in (("PostgreSQL", 5432), ("MariaDB", 3306)) if not _reachable(port)
     ]
