@@ -49,6 +49,10 @@ class DbtContext:
     usage_stats: bool = False
     """Whether this dbt run sends dbt Labs its anonymous usage statistics (dbt-oml's own
     `docs generate` follows it)."""
+    profile_flag: str | None = None
+    target_flag: str | None = None
+    """`--profile`/`--target` as given to dbt (flag or DBT_PROFILE/DBT_TARGET), None when dbt
+    chose them: dbt's partial parsing compares these, not the resolved names."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,6 +121,8 @@ def _context_from_dbt(invocation_id: str) -> DbtContext | None:
         catalogs=catalogs_of(str(adapter.type()), config.credentials),
         cli_vars=dict(cli_vars),
         usage_stats=bool(getattr(flags, "SEND_ANONYMOUS_USAGE_STATS", False)),
+        profile_flag=getattr(flags, "PROFILE", None) or None,
+        target_flag=getattr(flags, "TARGET", None) or None,
     )
 
 
@@ -223,7 +229,12 @@ def _failure_summary(result: object) -> str:
 
 
 def docs_generate_args(context: DbtContext) -> list[str]:
-    """`dbt docs generate` for the same project, profile, target and target path."""
+    """`dbt docs generate` for the same project, profile, target and target path.
+
+    Profile and target are passed as the run was given them, not as dbt resolved them: dbt's
+    partial parsing hashes the flags (and the vars), and a `--target local` the run was not given
+    would make `docs generate` parse the whole project again.
+    """
     args = [
         "docs",
         "generate",
@@ -235,10 +246,10 @@ def docs_generate_args(context: DbtContext) -> list[str]:
     ]
     if context.profiles_dir:
         args += ["--profiles-dir", context.profiles_dir]
-    if context.profile_name:
-        args += ["--profile", context.profile_name]
-    if context.target_name:
-        args += ["--target", context.target_name]
+    if context.profile_flag:
+        args += ["--profile", context.profile_flag]
+    if context.target_flag:
+        args += ["--target", context.target_flag]
     if context.cli_vars:
         args += ["--vars", json.dumps(context.cli_vars)]
     usage = (

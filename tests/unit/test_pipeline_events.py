@@ -167,3 +167,27 @@ def test_a_manifest_of_another_invocation_is_not_used_for_live_starts(project: P
         if e["eventType"] == "START" and e["job"]["name"].endswith("stg_orders.build.run")
     ]
     assert len(starts) == 1
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ({}, []),  # dbt chose profile and target: docs generate lets it choose them again
+        (
+            {"profile_flag": "jaffle_oml", "target_flag": "servers"},
+            ["--profile", "jaffle_oml", "--target", "servers"],
+        ),
+    ],
+)
+def test_docs_generate_is_given_the_runs_own_flags(
+    project: Path, flags: dict[str, str], expected: list[str]
+) -> None:
+    """dbt's partial parsing hashes --profile/--target as given: passing the resolved names
+    (jaffle_oml, local) to a run given neither made `docs generate` parse everything again."""
+    from dbt_oml.dbt.runner import docs_generate_args
+
+    args = docs_generate_args(_context(project, cli_vars={"fail_model": True}, **flags))
+    given = [a for a in args if a in ("--profile", "--target") or a in flags.values()]
+    assert given == expected
+    assert args[args.index("--vars") + 1] == '{"fail_model": true}'
+    assert args[args.index("--target-path") + 1] == str(project / "target")
