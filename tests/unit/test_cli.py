@@ -189,27 +189,22 @@ def test_missing_option_value_is_a_usage_error(capsys: pytest.CaptureFixture[str
     assert "--namespace" in capsys.readouterr().err
 
 
-def _emit(tmp_path: Path, target: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dbt_oml",
-            "emit",
-            "--project-dir",
-            str(PROJECT),
-            "--profiles-dir",
-            str(PROJECT),
-            "--target-path",
-            str(target),
-            *extra,
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "DO_NOT_TRACK": "1"},
-    )
+def _emit(
+    tmp_path: Path,
+    target: Path,
+    *extra: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> subprocess.CompletedProcess[str]:
+    """`dbt-oml emit` in this process (it runs no dbt command; test_emit_bad_profile_dir below
+    is the same kind of error through a real process)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    args = ["emit", "--project-dir", str(PROJECT), "--profiles-dir", str(PROJECT)]
+    code = main([*args, "--target-path", str(target), *extra])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, out, err)
 
 
 @pytest.mark.parametrize(
@@ -235,9 +230,16 @@ def _emit(tmp_path: Path, target: Path, *extra: str) -> subprocess.CompletedProc
     ],
     ids=["missing", "corrupt", "version"],
 )
-def test_emit_bad_artifacts(tmp_path: Path, mini_target: Path, damage, expected: str) -> None:
+def test_emit_bad_artifacts(
+    tmp_path: Path,
+    mini_target: Path,
+    damage,
+    expected: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     damage(mini_target)
-    proc = _emit(tmp_path, mini_target)
+    proc = _emit(tmp_path, mini_target, monkeypatch=monkeypatch, capsys=capsys)
     assert proc.returncode == ExitCode.USAGE, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
@@ -245,8 +247,13 @@ def test_emit_bad_artifacts(tmp_path: Path, mini_target: Path, damage, expected:
     assert str(mini_target) in lines[0]
 
 
-def test_emit_dry_run_prints_one_json_document(tmp_path: Path, mini_target: Path) -> None:
-    proc = _emit(tmp_path, mini_target, "--dry-run")
+def test_emit_dry_run_prints_one_json_document(
+    tmp_path: Path,
+    mini_target: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    proc = _emit(tmp_path, mini_target, "--dry-run", monkeypatch=monkeypatch, capsys=capsys)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert len(doc["events"]) > 10
