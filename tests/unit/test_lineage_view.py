@@ -219,21 +219,26 @@ def test_text_of_an_unread_column(view: LineageView) -> None:
     assert lines == [f"{SEED}.code  (downstream)", "  (nothing downstream reads it)"]
 
 
-def test_cli_lineage_help_depth_and_errors(tmp_path: Path, mini_target: Path) -> None:
+def test_cli_lineage_help_depth_and_errors(
+    tmp_path: Path,
+    mini_target: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`dbt-oml lineage` in this process (it runs no dbt command)."""
     import subprocess
-    import sys
 
+    from dbt_oml.cli import main
     from tests.conftest import PROJECT
 
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "dbt_oml", "lineage", *args],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            check=False,
-            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "DO_NOT_TRACK": "1"},
-        )
+        capsys.readouterr()
+        code = main(["lineage", *args])
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out, err)
 
     project = ["--project-dir", str(PROJECT), "--profiles-dir", str(PROJECT)]
     project += ["--target-path", str(mini_target)]
