@@ -4,30 +4,49 @@ Each cell runs real dbt (`build -s stg_orders stg_customers`, 18 events) against
 stand-in with one fault, and counts: dbt's exit code, what OM holds (the run's lineage where events
 were delivered; nothing it held before is damaged), what the outbox holds, that delivered + kept +
 rejected = every event built (nothing lost), and that each cause is one ERROR line.
+
+The builds skip `dbt docs generate`: the matrix is about delivery, and the run reads the two
+views' real columns from the warehouse at its end instead, so the events carry the same column
+lineage. The OM-down build is made once: its cell checks it, and each flush cell flushes a copy
+(`flush` runs no dbt: in this process). The other cells start from a fresh copy of the project
+holding only that build's parse cache (dbt's partial_parse.msgpack; the files are the same, so
+dbt does not parse them again).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import re
 import shutil
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import RUN_STG_ORDERS, CliRun, copy_project, free_port, run_cli
+from tests.conftest import (
+    RUN_STG_ORDERS,
+    CliRun,
+    clean_env,
+    copy_project,
+    free_port,
+    read_events,
+    run_cli,
+)
 from tests.fakes.openmetadata import FakeOpenMetadata, Principal, serve
 
 pytestmark = pytest.mark.integration
 #: `build -s stg_orders stg_customers`: the invocation's, the models' and their tests' runs,
 #: START and end
 EVENTS = 18
-BUILD = ["build", *RUN_STG_ORDERS[1:5], "stg_customers", *RUN_STG_ORDERS[5:]]
+BUILD = ["build", *RUN_STG_ORDERS[1:5], "stg_customers", *RUN_STG_ORDERS[5:], "--no-docs-generate"]
 #: the run's two edges: each model from its CRM source (under the foreign service)
 STG_ORDERS = (
     "crm_ingested.crm.sales.order_lines_v2",
@@ -157,6 +176,28 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
+def _in_process(args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None) -> CliRun:
+    """`dbt-oml <args>` in this process, for a command that runs no dbt (emit, flush): in `cwd`,
+    with the environment run_cli gives its subprocess and a fresh redactor; output captured."""
+    from dbt_oml import redaction
+    from dbt_oml.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    wanted = clean_env(env)
+    with pytest.MonkeyPatch.context() as patch:
+        for key in set(os.environ) - set(wanted):
+            patch.delenv(key)
+        for key, value in wanted.items():
+            patch.setenv(key, value)
+        patch.chdir(cwd)
+        patch.setattr(redaction, "REDACTOR", redaction.Redactor())
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    target = cwd / "target"
+    events = read_events(target / "openlineage" / "events.jsonl")
+    return CliRun(code, out.getvalue(), err.getvalue(), events, cwd, target)
+
+
 def _delivered(run: CliRun) -> int:
     found = re.search(r"(\d+) delivered to", run.stderr)
     return int(found.group(1)) if found else 0
@@ -230,40 +271,66 @@ def _once_each(stderr: str, fault: str) -> None:
         assert errors == [], (fault, errors)
 
 
-@pytest.mark.parametrize("fault", list(FAULTS))
-def test_direct(fault: str, tmp_path: Path) -> None:
-    proj = copy_project(tmp_path / "p")
+@dataclass(frozen=True)
+class KeptRun:
+    """The build that met OM down: its project (every event waits in its outbox), its run, and
+    the stand-in it never reached, with what that held before."""
+
+    project: Path
+    run: CliRun
+    om: FakeOpenMetadata
+    before: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def kept_run(tmp_path_factory: pytest.TempPathFactory) -> KeptRun:
+    """A project whose build met OM down (built once: the "om down" cell of test_direct)."""
+    proj = copy_project(tmp_path_factory.mktemp("om_down") / "p")
     token = proj / "token"
     token.write_text("bot-jwt\n")
-    with _om_with(fault) as (om, url):
+    with _om_with("om down") as (om, url):
         before = _state(om)
-        run = run_cli(BUILD, cwd=proj, env=_env(url, token, **CELL_ENV.get(fault, {})))
+        down = run_cli(BUILD, cwd=proj, env=_env(url, token))
+    assert down.returncode == 0, down.stderr[-3000:]
+    assert len(_lines(proj / "target" / "dbt_oml" / "outbox" / "openmetadata.jsonl")) == EVENTS
+    return KeptRun(proj, down, om, before)
+
+
+def _fresh_project(dest: Path, parsed: Path) -> Path:
+    """A fresh copy of the project (no warehouse, artifacts or outbox) with the parse cache of
+    the project `parsed`: dbt re-parses only what differs, here nothing."""
+    proj = copy_project(dest)
+    (proj / "target").mkdir()
+    cache = "partial_parse.msgpack"
+    shutil.copyfile(parsed / "target" / cache, proj / "target" / cache)
+    return proj
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_direct(fault: str, kept_run: KeptRun, tmp_path: Path) -> None:
+    if fault == "om down":  # the kept run is this cell's build
+        proj, om, before, run = kept_run.project, kept_run.om, kept_run.before, kept_run.run
+    else:
+        proj = _fresh_project(tmp_path / "p", kept_run.project)
+        token = proj / "token"
+        token.write_text("bot-jwt\n")
+        with _om_with(fault) as (om, url):
+            before = _state(om)
+            run = run_cli(BUILD, cwd=proj, env=_env(url, token, **CELL_ENV.get(fault, {})))
     assert run.returncode == 0, run.stderr[-3000:]  # lineage never changes dbt's code
     _check(om, before, proj / "target" / "dbt_oml" / "outbox", _delivered(run), fault)
     _once_each(run.stderr, fault)
     assert "Traceback" not in run.stderr
 
 
-@pytest.fixture(scope="module")
-def kept_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A project whose build met OM down: every event waits in its outbox (built once)."""
-    proj = copy_project(tmp_path_factory.mktemp("om_down") / "p")
-    token = proj / "token"
-    token.write_text("bot-jwt\n")
-    down = run_cli(BUILD, cwd=proj, env=_env(f"http://127.0.0.1:{free_port()}", token))
-    assert down.returncode == 0, down.stderr[-3000:]
-    assert len(_lines(proj / "target" / "dbt_oml" / "outbox" / "openmetadata.jsonl")) == EVENTS
-    return proj
-
-
 @pytest.mark.parametrize("fault", list(FAULTS))
-def test_flush(fault: str, kept_run: Path, tmp_path: Path) -> None:
-    proj = Path(shutil.copytree(kept_run, tmp_path / "p"))  # each cell flushes its own outbox
+def test_flush(fault: str, kept_run: KeptRun, tmp_path: Path) -> None:
+    proj = Path(shutil.copytree(kept_run.project, tmp_path / "p"))  # each flushes its outbox
     token = proj / "token"
     outbox = proj / "target" / "dbt_oml" / "outbox"
     with _om_with(fault) as (om, url):
         before = _state(om)
-        flushed = run_cli(["flush"], cwd=proj, env=_env(url, token, **CELL_ENV.get(fault, {})))
+        flushed = _in_process(["flush"], cwd=proj, env=_env(url, token, **CELL_ENV.get(fault, {})))
     expect = FAULTS[fault][1]
     assert flushed.returncode == (0 if expect == "delivered" else 4), flushed.stderr[-3000:]
     _check(om, before, outbox, _delivered(flushed), fault)
