@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import itertools
-from collections.abc import Iterator
+import os
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import RUN_STG_ORDERS, CliRun, copy_project, free_port, run_cli
+from tests.conftest import (
+    RUN_STG_ORDERS,
+    CliRun,
+    clean_env,
+    copy_project,
+    free_port,
+    read_events,
+    run_cli,
+    run_plain_dbt,
+)
 from tests.fakes.openmetadata import FakeOpenMetadata, serve
 
 pytestmark = pytest.mark.integration
@@ -18,6 +31,62 @@ SOURCE_NS = "mssql://source-sql:1433"
 #: What dbt metadata reads (issue 15): test cases and definitions, tags, owners.
 _DBT_READ = ("dataQuality/testCases", "dataQuality/testDefinitions", "tags", "classifications")
 DBT_READS = tuple(f"/api/v1/{p}/" for p in (*_DBT_READ, "users", "teams"))
+#: for runs where the catalog is not the point (the run reads its relations' columns itself)
+NO_DOCS = "--no-docs-generate"
+
+
+class Projects:
+    """This module's fresh copies of the bundled project, and dbt's parse cache they share.
+
+    A copy holds no warehouse, artifacts or outbox. Once an earlier copy has been parsed by dbt
+    (its first run), each new copy also gets that partial_parse.msgpack: dbt then re-parses
+    only what differs, nothing here, instead of the whole project (it checks the cache itself,
+    and parses everything when the vars, profile, target or files differ).
+    """
+
+    def __init__(self, cache: Path) -> None:
+        self.cache = cache
+        self.made: list[Path] = []
+
+    def fresh(self, dest: Path) -> Path:
+        if not self.cache.exists():
+            found = [p / "target" / self.cache.name for p in self.made]
+            for other in (f for f in found if f.exists()):
+                shutil.copyfile(other, self.cache)
+                break
+        proj = copy_project(dest)
+        if self.cache.exists():
+            (proj / "target").mkdir()
+            shutil.copyfile(self.cache, proj / "target" / self.cache.name)
+        self.made.append(proj)
+        return proj
+
+
+@pytest.fixture(scope="module")
+def projects(tmp_path_factory: pytest.TempPathFactory) -> Projects:
+    return Projects(tmp_path_factory.mktemp("parse-cache") / "partial_parse.msgpack")
+
+
+def _in_process(args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None) -> CliRun:
+    """`dbt-oml <args>` in this process, for a command that runs no dbt (emit, flush): in `cwd`,
+    with the environment run_cli gives its subprocess and a fresh redactor; output captured."""
+    from dbt_oml import redaction
+    from dbt_oml.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    wanted = clean_env(env)
+    with pytest.MonkeyPatch.context() as patch:
+        for key in set(os.environ) - set(wanted):
+            patch.delenv(key)
+        for key, value in wanted.items():
+            patch.setenv(key, value)
+        patch.chdir(cwd)
+        patch.setattr(redaction, "REDACTOR", redaction.Redactor())
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    target = cwd / "target"
+    events = read_events(target / "openlineage" / "events.jsonl")
+    return CliRun(code, out.getvalue(), err.getvalue(), events, cwd, target)
 
 
 def _seed_source_server(om: FakeOpenMetadata) -> None:
@@ -48,8 +117,9 @@ def _seed_source_server(om: FakeOpenMetadata) -> None:
     om.settings["namespaceToServiceMapping"] = {SOURCE_NS: "source_sql"}
 
 
-#: Builds whose only inputs are local files (a seed's CSV, a Parquet file read by path).
-FILE_ONLY = ("country_codes", "stg_web_events")
+#: Builds whose only inputs are local files (a seed's CSV, a Parquet file read by path), with
+#: the file each reads
+FILE_ONLY = {"country_codes": "country_codes.csv", "stg_web_events": "web_events.parquet"}
 
 
 @dataclass
@@ -66,15 +136,16 @@ class OmRuns:
     #: `build -s customers_snapshot --no-docs-generate` after the emit (catalog.json gone)
     snapshot: CliRun
     snapshot_before: dict[str, Any]
-    #: selection -> its two runs in a pod of its own, each with what the outbox held after it
-    file_only: dict[str, list[tuple[CliRun, list[str]]]]
+    #: the two runs of `build -s <FILE_ONLY>` in a pod of its own, each with what the outbox
+    #: held after it
+    file_only: list[tuple[CliRun, list[str]]]
 
 
 @pytest.fixture(scope="module")
-def om_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OmRuns]:
+def om_runs(tmp_path_factory: pytest.TempPathFactory, projects: Projects) -> Iterator[OmRuns]:
     om = FakeOpenMetadata.with_bot()
     _seed_source_server(om)
-    proj = copy_project(tmp_path_factory.mktemp("om") / "project")
+    proj = projects.fresh(tmp_path_factory.mktemp("om") / "project")
     (proj / "token").write_text("bot-jwt\n")
     with serve(om) as url:
         env = {
@@ -99,21 +170,18 @@ def om_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OmRuns]:
         requests = om.requests[before:]  # the second run's
         held = _snapshot(om)
         (proj / "target" / "catalog.json").unlink()  # a degraded run: declared columns only
-        degraded = run_cli(["emit", "--profiles-dir", ".", *args[3:]], cwd=proj, env=env)
+        degraded = _in_process(["emit", "--profiles-dir", ".", *args[3:]], cwd=proj, env=env)
         snapshot_before = _snapshot(om)
-        snapshot = run_cli(
-            [*args, "-s", "customers_snapshot", "--no-docs-generate"], cwd=proj, env=env
-        )
-        # a pod that only loads files (same namespaces, so the same services in OM)
-        pod = copy_project(proj.parent / "files")
+        snapshot = run_cli([*args, "-s", "customers_snapshot", NO_DOCS], cwd=proj, env=env)
+        # a pod that only loads files (same namespaces, so the same services in OM): the two
+        # file-only models in one build, twice; what is left out of OM's copy is their inputs,
+        # not the catalog
+        pod = projects.fresh(proj.parent / "files")
         outbox = pod / "target" / "dbt_oml" / "outbox"
-        file_only = {
-            selection: [
-                (run_cli([*args, "-s", selection], cwd=pod, env=env), _listing(outbox))
-                for _ in range(2)
-            ]
-            for selection in FILE_ONLY
-        }
+        file_only = [
+            (run_cli([*args, "-s", *FILE_ONLY, NO_DOCS], cwd=pod, env=env), _listing(outbox))
+            for _ in range(2)
+        ]
         yield OmRuns(
             om, first, second, requests, held, degraded, snapshot, snapshot_before, file_only
         )
@@ -161,13 +229,16 @@ def test_a_degraded_emit_damages_nothing(om_runs: OmRuns) -> None:
 @pytest.mark.parametrize("selection", FILE_ONLY)
 def test_runs_whose_only_inputs_are_files_keep_nothing(om_runs: OmRuns, selection: str) -> None:
     om = om_runs.om
-    for run, outbox in om_runs.file_only[selection]:
+    for run, outbox in om_runs.file_only:
         assert run.returncode == 0, run.stderr[-3000:]
         assert "NOT delivered" not in run.stderr, run.stderr[-3000:]
         assert outbox == [], run.stderr[-3000:]  # nothing kept, on the second run either
         left_out = [line for line in run.stderr.splitlines() if "resolves no local files" in line]
         assert len(left_out) == 1, run.stderr[-3000:]
         assert left_out[0].startswith("dbt-oml: INFO: "), left_out
+        # one file input per model of the build, this model's among them
+        assert f": {len(FILE_ONLY)} file input(s) left out" in left_out[0], left_out
+        assert FILE_ONLY[selection] in left_out[0], left_out
     # what OM can resolve it got: the table dbt built, with dbt's metadata
     table = om.entity("table", f"duckdb_pod_warehouse.warehouse.staging.{selection}")
     assert table is not None
@@ -188,16 +259,18 @@ def test_a_snapshot_without_a_catalog_shrinks_no_table(om_runs: OmRuns) -> None:
     assert len(now["tables"][snapshot][0]) == len(om_runs.held["tables"][snapshot][0]) > 0
 
 
-def test_om_variables_complete_an_openlineage_configured_transport(tmp_path: Path) -> None:
+def test_om_variables_complete_an_openlineage_configured_transport(
+    tmp_path: Path, projects: Projects
+) -> None:
     om = FakeOpenMetadata.with_bot()
-    proj = copy_project(tmp_path / "p")
+    proj = projects.fresh(tmp_path / "p")
     with serve(om) as url:
         env = {
             "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata",
             "OM_HOST": url,
             "OM_JWT_TOKEN": "bot-jwt",
         }
-        run = run_cli(RUN_STG_ORDERS, cwd=proj, env=env)
+        run = run_cli([*RUN_STG_ORDERS, NO_DOCS], cwd=proj, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "4 events, 4 delivered" in run.stderr, run.stderr[-3000:]
     assert om.count("POST", "/api/v1/openlineage/lineage/batch") == 1
@@ -212,10 +285,10 @@ def test_a_transport_typo_stops_before_dbt_runs(tmp_path: Path) -> None:
     assert "Traceback" not in run.stderr
 
 
-def test_the_plugin_keeps_every_event_when_the_transport_is_misconfigured(tmp_path: Path) -> None:
-    from tests.conftest import run_plain_dbt
-
-    proj = copy_project(tmp_path / "p")
+def test_the_plugin_keeps_every_event_when_the_transport_is_misconfigured(
+    tmp_path: Path, projects: Projects
+) -> None:
+    proj = projects.fresh(tmp_path / "p")
     env = {"DBT_OML_PLUGIN": "1", "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata"}
     run = run_plain_dbt(["run", "--profiles-dir", ".", "-s", "stg_orders"], cwd=proj, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -348,11 +421,11 @@ def _om_env(url: str, token_file: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def test_om_down_for_the_whole_run_then_flush(tmp_path: Path) -> None:
-    proj = copy_project(tmp_path / "project")
+def test_om_down_for_the_whole_run_then_flush(tmp_path: Path, projects: Projects) -> None:
+    proj = projects.fresh(tmp_path / "project")
     (proj / "token").write_text("bot-jwt\n")
     dead = f"http://127.0.0.1:{free_port()}"
-    args = ["build", *RUN_STG_ORDERS[1:]]
+    args = ["build", *RUN_STG_ORDERS[1:], NO_DOCS]
     down = run_cli(args, cwd=proj, env=_om_env(dead, proj / "token", retry_budget="1"))
     assert down.returncode == 0, down.stderr[-3000:]  # dbt's code: lineage never changes it
     outbox = proj / "target" / "dbt_oml" / "outbox" / "openmetadata.jsonl"
@@ -361,7 +434,7 @@ def test_om_down_for_the_whole_run_then_flush(tmp_path: Path) -> None:
     assert "NOT delivered" in down.stderr
     om = FakeOpenMetadata.with_bot()
     with serve(om) as url:
-        flushed = run_cli(["flush"], cwd=proj, env=_om_env(url, proj / "token"))
+        flushed = _in_process(["flush"], cwd=proj, env=_om_env(url, proj / "token"))
     assert flushed.returncode == 0, flushed.stderr[-3000:]
     assert list((proj / "target" / "dbt_oml" / "outbox").glob("*.jsonl*")) == [], flushed.stderr
     src = om.entity("table", "duckdb_pod_crm.crm.sales.order_lines_v2")
@@ -369,15 +442,17 @@ def test_om_down_for_the_whole_run_then_flush(tmp_path: Path) -> None:
     assert om.edges[(src["id"], dst["id"])]["columnsLineage"]
 
 
-def test_guard_keeps_oms_column_lineage(tmp_path: Path) -> None:
+def test_guard_keeps_oms_column_lineage(tmp_path: Path, projects: Projects) -> None:
     om = FakeOpenMetadata.with_bot()
     token = tmp_path / "token"
     token.write_text("bot-jwt\n")
     # stg_customers: without catalog.json it is opaque (its source declares one column in YAML,
-    # so its columns count as known, and the SQL reads others)
-    args = ["stg_customers" if a == "stg_orders" else a for a in RUN_STG_ORDERS]
+    # so its columns count as known, and the SQL reads others). The runs skip docs generate: a
+    # run reads the columns from the warehouse itself, and the emit below is the one without
+    # them
+    args = ["stg_customers" if a == "stg_orders" else a for a in [*RUN_STG_ORDERS, NO_DOCS]]
     with serve(om) as url:
-        good = run_cli(args, cwd=copy_project(tmp_path / "a"), env=_om_env(url, token))
+        good = run_cli(args, cwd=projects.fresh(tmp_path / "a"), env=_om_env(url, token))
         assert good.returncode == 0, good.stderr[-3000:]
         src = om.entity("table", "duckdb_pod_crm.crm.sales.Customers")
         dst = om.entity("table", "duckdb_pod_warehouse.warehouse.staging.stg_customers")
@@ -386,16 +461,16 @@ def test_guard_keeps_oms_column_lineage(tmp_path: Path) -> None:
         # seed 000's accident: a fresh pod emitting artifacts without catalog.json (a run reads
         # the warehouse itself, an emit cannot) and a mistyped token path, so neither the
         # catalog nor OpenMetadata can tell the source's columns
-        pod = copy_project(tmp_path / "b")
+        pod = projects.fresh(tmp_path / "b")
         assert run_cli(args, cwd=pod).returncode == 0  # artifacts only (the file transport)
-        (pod / "target" / "catalog.json").unlink()
+        assert not (pod / "target" / "catalog.json").exists()
         emit = ["emit", "--profiles-dir", ".", "--duckdb-namespace", "duckdb://pod/{alias}"]
-        degraded = run_cli(emit, cwd=pod, env=_om_env(url, tmp_path / "tokn"))
+        degraded = _in_process(emit, cwd=pod, env=_om_env(url, tmp_path / "tokn"))
         assert degraded.returncode == 4, degraded.stderr[-3000:]
         assert "events NOT sent" in degraded.stderr
         assert om.edges[(src["id"], dst["id"])] == before
         # the refused events, flushed later with a good token: the same per-edge rule holds
-        flushed = run_cli(["flush"], cwd=tmp_path / "b", env=_om_env(url, token))
+        flushed = _in_process(["flush"], cwd=tmp_path / "b", env=_om_env(url, token))
         assert flushed.returncode == 0, flushed.stderr[-3000:]
         assert om.edges[(src["id"], dst["id"])]["columnsLineage"] == before["columnsLineage"]
         # a run told not to compute column lineage keeps OM's too
@@ -405,14 +480,14 @@ def test_guard_keeps_oms_column_lineage(tmp_path: Path) -> None:
         assert "kept the column lineage OpenMetadata holds" in off.stderr
 
 
-def test_dry_run_prints_the_bootstrap_plan(tmp_path: Path) -> None:
+def test_dry_run_prints_the_bootstrap_plan(tmp_path: Path, projects: Projects) -> None:
     om = FakeOpenMetadata.with_bot()
-    proj = copy_project(tmp_path / "p")
+    proj = projects.fresh(tmp_path / "p")
     with serve(om) as url:
         (proj / "dbt-oml.yml").write_text(
             f"transport: {{type: openmetadata, url: '{url}', jwt_token: bot-jwt}}\n"
         )
-        run = run_cli(["seed", "--profiles-dir", ".", "--dry-run"], cwd=proj)
+        run = run_cli(["seed", "--profiles-dir", ".", "--dry-run", NO_DOCS], cwd=proj)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "OpenMetadata bootstrap plan (nothing written)" in run.stderr
     assert "PUT /api/v1/tables duckdb_" in run.stderr
