@@ -5,12 +5,22 @@ Per version: `dbt-oml build`, then `dbt-oml emit` of the same run (writes nothin
 failing build (`--vars '{fail_model: true}'`). For the failing build the copy of the project gets
 three tests that exist only with that var: one on the model that fails (dbt skips it), one that
 fails and one that warns.
+
+Every build here is a real one with `dbt docs generate`; only dbt's parse of the (same) project
+is shared: a build whose --vars a build before it already parsed starts from that build's
+partial_parse.msgpack, so dbt parses only what differs instead of the whole project. The emits
+run no dbt: they run in this process.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-from collections.abc import Iterator
+import os
+import re
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +28,7 @@ from typing import Any
 import pytest
 
 from dbt_oml.om.data_quality import STATUS
-from tests.conftest import CliRun, copy_project, run_cli
+from tests.conftest import CliRun, clean_env, copy_project, read_events, run_cli
 from tests.fakes.openmetadata import FakeOpenMetadata, serve
 
 pytestmark = pytest.mark.integration
@@ -31,6 +41,51 @@ FAILING_ONLY = {
     "om_refunds.sql": "{{ config(enabled=var('fail_model'), severity='warn') }}\n"
     "select order_id from {{ ref('core_orders') }} where payment_state = 'refund'\n",
 }
+
+
+@pytest.fixture(scope="module")
+def parse_caches(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """dbt's parse caches of this module's builds, one per --vars (filled by _build)."""
+    return tmp_path_factory.mktemp("parse-caches")
+
+
+def _build(
+    args: list[str], *, cwd: Path, env: dict[str, str] | None = None, caches: Path
+) -> CliRun:
+    """`dbt-oml <args>`, starting from the parse cache of an earlier build with the same --vars
+    (dbt would discard the project's own: it parses the whole project when the vars change)."""
+    kind = args[args.index("--vars") + 1] if "--vars" in args else ""
+    saved = caches / f"{re.sub(r'[^a-z]+', '-', kind).strip('-') or 'no-vars'}.msgpack"
+    cache = cwd / "target" / "partial_parse.msgpack"
+    if saved.exists():
+        cache.parent.mkdir(exist_ok=True)
+        shutil.copyfile(saved, cache)
+    run = run_cli(args, cwd=cwd, env=env)
+    if not saved.exists() and cache.exists():
+        shutil.copyfile(cache, saved)
+    return run
+
+
+def _in_process(args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None) -> CliRun:
+    """`dbt-oml <args>` in this process, for a command that runs no dbt (emit, flush): in `cwd`,
+    with the environment run_cli gives its subprocess and a fresh redactor; output captured."""
+    from dbt_oml import redaction
+    from dbt_oml.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    wanted = clean_env(env)
+    with pytest.MonkeyPatch.context() as patch:
+        for key in set(os.environ) - set(wanted):
+            patch.delenv(key)
+        for key, value in wanted.items():
+            patch.setenv(key, value)
+        patch.chdir(cwd)
+        patch.setattr(redaction, "REDACTOR", redaction.Redactor())
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    target = cwd / "target"
+    events = read_events(target / "openlineage" / "events.jsonl")
+    return CliRun(code, out.getvalue(), err.getvalue(), events, cwd, target)
 
 
 @dataclass
@@ -54,7 +109,7 @@ def _om(version: str) -> FakeOpenMetadata:
 
 @pytest.fixture(scope="module", params=["1.12", "2.0"])
 def runs(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, parse_caches: Path
 ) -> Iterator[Runs]:
     om = _om(request.param)
     project = copy_project(tmp_path_factory.mktemp(f"om-dbt-{request.param}") / "project")
@@ -67,11 +122,13 @@ def runs(
             "OPENLINEAGE__TRANSPORT__URL": url,
             "OPENLINEAGE__TRANSPORT__JWT_TOKEN_FILE": str(project / "token"),
         }
-        first = run_cli(BUILD, cwd=project, env=env)
+        first = _build(BUILD, cwd=project, env=env, caches=parse_caches)
         first_requests = len(om.requests)
-        again = run_cli(["emit", "--profiles-dir", "."], cwd=project, env=env)
+        again = _in_process(["emit", "--profiles-dir", "."], cwd=project, env=env)
         again_requests = om.requests[first_requests:]
-        failing = run_cli([*BUILD, "--vars", "{fail_model: true}"], cwd=project, env=env)
+        failing = _build(
+            [*BUILD, "--vars", "{fail_model: true}"], cwd=project, env=env, caches=parse_caches
+        )
         yield Runs(om, project, first, first_requests, again, again_requests, failing)
 
 
@@ -289,7 +346,9 @@ def _labels(entity: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.nats
-def test_a_run_relayed_from_jetstream_gives_om_the_same_state(tmp_path: Path) -> None:
+def test_a_run_relayed_from_jetstream_gives_om_the_same_state(
+    tmp_path: Path, parse_caches: Path
+) -> None:
     pytest.importorskip("nats", reason="needs dbt-oml[nats]")
     from tests.integration.nats_server import NatsServer
 
@@ -303,7 +362,7 @@ def test_a_run_relayed_from_jetstream_gives_om_the_same_state(tmp_path: Path) ->
             relay = {"openmetadata": {"url": relay_url, "jwt_token_file": str(project / "token")}}
             doc = {"transport": {"type": "jetstream", **stream}, "relay": relay}
             (project / "dbt-oml.yml").write_text(json.dumps(doc))
-            built = run_cli(BUILD, cwd=project)
+            built = _build(BUILD, cwd=project, caches=parse_caches)
             assert built.returncode == 0, built.stderr[-3000:]
             relay_run = run_cli(["relay", "--once"], cwd=project)
             assert relay_run.returncode == 0, relay_run.stderr[-3000:]
@@ -313,7 +372,7 @@ def test_a_run_relayed_from_jetstream_gives_om_the_same_state(tmp_path: Path) ->
                 "OPENLINEAGE__TRANSPORT__URL": direct_url,
                 "OPENLINEAGE__TRANSPORT__JWT_TOKEN_FILE": str(project / "token"),
             }
-            emitted = run_cli(["emit", "--profiles-dir", "."], cwd=project, env=env)
+            emitted = _in_process(["emit", "--profiles-dir", "."], cwd=project, env=env)
             assert emitted.returncode == 0, emitted.stderr[-3000:]
     finally:
         server.stop()
