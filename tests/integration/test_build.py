@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,17 @@ def _node_runs(run: CliRun) -> dict[str, list[dict[str, Any]]]:
         if event["job"]["name"] != PARENT:
             runs.setdefault(event["job"]["name"], []).append(event)
     return runs
+
+
+def _copy_of_built(built: CliRun, dest: Path) -> Path:
+    """The shared build's project, for more commands: its warehouse and its target (dbt parses
+    partially instead of afresh), without the events file, and without the lineage cache (another
+    xdist worker may be writing it, as in test_spec.py's scratch)."""
+    assert built.returncode == 0, built.stderr[-2000:]
+    ignore = shutil.ignore_patterns("logs", "*.wal", "lineage-cache")
+    shutil.copytree(built.project, dest, ignore=ignore)
+    (dest / "target" / "openlineage" / "events.jsonl").unlink()
+    return dest
 
 
 def _job(name: str) -> str:
@@ -240,31 +252,45 @@ def test_job_names_are_dbt_ols_for_every_run(built: CliRun) -> None:
     assert "crm.sales.source.jaffle_oml.crm.customers.build.test" in tested
 
 
-def test_unique_id_job_naming_is_command_independent(project: Path) -> None:
-    names = set()
-    for command in ("run", "build"):
-        run = run_cli(
-            [command, "--profiles-dir", ".", "-s", "stg_orders", "--job-naming", "unique_id"],
-            cwd=project,
-        )
-        assert run.returncode == 0, run.stderr[-2000:]
-        names.add(frozenset(e["job"]["name"] for e in run.events if e["eventType"] == "START"))
-        (project / "target" / "openlineage" / "events.jsonl").unlink()
-    run_names, build_names = sorted(names, key=len)
+@pytest.fixture(scope="module")
+def stg_orders_runs(
+    built: CliRun, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[CliRun, CliRun]:
+    """In a copy of the build: `run -s stg_orders`, then `build --dry-run -s stg_orders`.
+
+    Both with --job-naming unique_id and --no-docs-generate: job names and what goes to stdout
+    are the point here, not the catalog. The events file is removed before each, so the dry
+    run's check that it writes none sees only its own.
+    """
+    proj = _copy_of_built(built, tmp_path_factory.mktemp("stg_orders") / "project")
+    flags = ["--profiles-dir", ".", "-s", "stg_orders", "--no-docs-generate"]
+    flags += ["--job-naming", "unique_id"]
+    ran = run_cli(["run", *flags], cwd=proj)
+    (proj / "target" / "openlineage" / "events.jsonl").unlink(missing_ok=True)
+    dry = run_cli(["build", *flags, "--dry-run"], cwd=proj)
+    return ran, dry
+
+
+def test_unique_id_job_naming_is_command_independent(
+    stg_orders_runs: tuple[CliRun, CliRun],
+) -> None:
+    ran, built_dry = stg_orders_runs
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert built_dry.returncode == 0, built_dry.stderr[-2000:]
+    run_names = {e["job"]["name"] for e in ran.events if e["eventType"] == "START"}
+    build_events = json.loads(built_dry.stdout)["events"]
+    build_names = {e["job"]["name"] for e in build_events if e["eventType"] == "START"}
     assert run_names == {PARENT, "model.jaffle_oml.stg_orders"}
     assert run_names < build_names  # build adds the tests' runs, the model keeps its name
 
 
-def test_dry_run_build_prints_only_json_on_stdout(project: Path) -> None:
-    run = run_cli(
-        ["build", "--profiles-dir", ".", "--dry-run", "-s", "stg_orders", "--no-docs-generate"],
-        cwd=project,
-    )
+def test_dry_run_build_prints_only_json_on_stdout(stg_orders_runs: tuple[CliRun, CliRun]) -> None:
+    _, run = stg_orders_runs
     assert run.returncode == 0, run.stderr[-2000:]
     events = json.loads(run.stdout)["events"]
     assert selected(events)
     assert "Completed successfully" in run.stderr  # dbt's own output moved to stderr
-    assert read_events(project / "target" / "openlineage" / "events.jsonl") == []
+    assert read_events(run.project / "target" / "openlineage" / "events.jsonl") == []
 
 
 def test_unreachable_backend_loses_nothing_and_keeps_dbt_code(project: Path) -> None:
@@ -297,31 +323,41 @@ def test_unreachable_backend_loses_nothing_and_keeps_dbt_code(project: Path) -> 
     assert not outbox[0].exists()
 
 
-def test_namespace_overrides_from_flags_and_config(project: Path) -> None:
-    (project / "dbt-oml.yml").write_text("duckdb_namespace: duckdb://pod/{alias}\n")
-    run = run_cli(
-        ["seed", "--profiles-dir", ".", "--namespace", "dw=mssql://target-sql:1433"], cwd=project
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert "warehouse -> duckdb://pod/warehouse" in run.stderr
-    assert "dw -> mssql://target-sql:1433" in run.stderr
-    seed = [e for e in run.events if e["job"]["name"].endswith("country_codes.seed")]
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
+    """`dbt-oml seed` in a fresh copy with a DuckDB namespace from dbt-oml.yml, another from
+    --namespace, and --target-path elsewhere: one run, its two subjects asserted apart below.
+    Without `dbt docs generate`: the catalog is the subject of neither."""
+    proj = copy_project(tmp_path_factory.mktemp("seeded") / "project")
+    (proj / "dbt-oml.yml").write_text("duckdb_namespace: duckdb://pod/{alias}\n")
+    args = ["seed", "--profiles-dir", ".", "--namespace", "dw=mssql://target-sql:1433"]
+    return run_cli([*args, "--target-path", "elsewhere", "--no-docs-generate"], cwd=proj)
+
+
+def test_namespace_overrides_from_flags_and_config(seeded: CliRun) -> None:
+    assert seeded.returncode == 0, seeded.stderr[-2000:]
+    assert "warehouse -> duckdb://pod/warehouse" in seeded.stderr
+    assert "dw -> mssql://target-sql:1433" in seeded.stderr
+    events = read_events(seeded.project / "elsewhere" / "openlineage" / "events.jsonl")
+    seed = [e for e in events if e["job"]["name"].endswith("country_codes.seed")]
     assert seed[-1]["outputs"][0]["namespace"] == "duckdb://pod/warehouse"
 
 
-def test_dbt_project_dir_env_is_honoured(tmp_path: Path) -> None:
-    proj = copy_project(tmp_path / "elsewhere")
+def test_dbt_project_dir_env_is_honoured(built: CliRun, tmp_path: Path) -> None:
+    proj = _copy_of_built(built, tmp_path / "elsewhere")
     elsewhere = tmp_path / "cwd"
     elsewhere.mkdir()
-    run = run_cli(
-        ["seed"], cwd=elsewhere, env={"DBT_PROJECT_DIR": str(proj), "DBT_PROFILES_DIR": str(proj)}
-    )
+    env = {"DBT_PROJECT_DIR": str(proj), "DBT_PROFILES_DIR": str(proj)}
+    # the catalog is not the point: no `dbt docs generate` after the seed
+    run = run_cli(["seed", "--no-docs-generate"], cwd=elsewhere, env=env)
     assert run.returncode == 0, run.stderr[-2000:]
     events = read_events(proj / "target" / "openlineage" / "events.jsonl")
     assert [e["eventType"] for e in events] == ["START", "START", "COMPLETE", "COMPLETE"]
 
 
-def test_parse_error_fails_the_parent_run_with_the_message(project: Path) -> None:
+def test_parse_error_fails_the_parent_run_with_the_message(built: CliRun, tmp_path: Path) -> None:
+    # in a copy of the build: its run_results.json is there, and is not this invocation's
+    project = _copy_of_built(built, tmp_path / "project")
     (project / "models" / "staging" / "broken.sql").write_text(
         "select * from {{ ref('no_such_model') }}\n"
     )
@@ -335,13 +371,15 @@ def test_parse_error_fails_the_parent_run_with_the_message(project: Path) -> Non
     assert "no_such_model" in message
 
 
-def test_target_path_flag_is_honoured(project: Path) -> None:
-    run = run_cli(["seed", "--profiles-dir", ".", "--target-path", "elsewhere"], cwd=project)
-    assert run.returncode == 0, run.stderr[-2000:]
-    events = read_events(project / "elsewhere" / "openlineage" / "events.jsonl")
+def test_target_path_flag_is_honoured(seeded: CliRun) -> None:
+    assert seeded.returncode == 0, seeded.stderr[-2000:]
+    elsewhere = seeded.project / "elsewhere"
+    events = read_events(elsewhere / "openlineage" / "events.jsonl")
     assert [e["eventType"] for e in events] == ["START", "START", "COMPLETE", "COMPLETE"]
-    assert (project / "elsewhere" / "run_results.build.json").exists()
-    assert not (project / "target" / "openlineage").exists()
+    assert (elsewhere / "run_results.build.json").exists()
+    assert (elsewhere / "dbt_oml" / "node_starts.json").exists()
+    # nothing under target/: not the events, nor the kept artifacts, nor dbt-oml's state
+    assert not (seeded.project / "target").exists()
 
 
 def test_no_docs_generate_gives_the_events_of_build(built: CliRun, tmp_path: Path) -> None:
@@ -353,6 +391,8 @@ def test_no_docs_generate_gives_the_events_of_build(built: CliRun, tmp_path: Pat
     quick = run_cli(["build", "--profiles-dir", ".", "--no-docs-generate"], cwd=proj)
     assert quick.returncode == built.returncode == 0, quick.stderr[-2000:]
     assert not (proj / "target" / "catalog.json").exists()
+    # without docs generate the wrapper reads the warehouse's columns: the full result
+    assert "column lineage for 14 model(s); 1 opaque" in quick.stderr
     ours, theirs = comparable(quick), comparable(built)
     assert sorted(ours) == sorted(theirs)
     assert [key for key in ours if ours[key] != theirs[key]] == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,17 @@ def _graph(events: list[dict[str, Any]]) -> dict[Field, set[Field]]:
                     (f["name"], f["field"]) for f in spec["inputFields"]
                 }
     return graph
+
+
+def _copy_of_built(built: CliRun, dest: Path) -> Path:
+    """The shared build's project, to change: its warehouse and its target (dbt parses partially
+    instead of afresh), without the events file, and without the lineage cache (another xdist
+    worker may be writing it, as in test_spec.py's scratch)."""
+    assert built.returncode == 0, built.stderr[-3000:]
+    ignore = shutil.ignore_patterns("logs", "*.wal", "lineage-cache")
+    shutil.copytree(built.project, dest, ignore=ignore)
+    (dest / "target" / "openlineage" / "events.jsonl").unlink()
+    return dest
 
 
 def _leaves(graph: dict[Field, set[Field]], start: Field) -> set[Field]:
@@ -201,16 +213,18 @@ def _facets(run: CliRun) -> dict[str, Any]:
 
 
 def test_without_catalog_columns_learned_from_the_sql_give_the_same_lineage(
-    built: CliRun, project: Path
+    built: CliRun, tmp_path: Path
 ) -> None:
     """No catalog.json: relations with unknown columns hold what only they can hold; every
-    model that gets column lineage this way gets exactly what the catalog gives it."""
-    run = run_cli(["build", "--profiles-dir", ".", "--no-docs-generate"], cwd=project)
-    assert run.returncode == 0, run.stderr[-3000:]
-    # without docs generate the wrapper reads the warehouse's columns: the full result
-    assert "column lineage for 14 model(s); 1 opaque" in run.stderr
-    assert not (project / "target" / "catalog.json").exists()
-    (project / "target" / "openlineage" / "events.jsonl").unlink()
+    model that gets column lineage this way gets exactly what the catalog gives it.
+
+    The shared build's artifacts emitted again without catalog.json (a later `emit` in a fresh
+    pod: no warehouse, the catalog lost). A build with --no-docs-generate reads the warehouse's
+    columns itself, the full result: test_no_docs_generate_gives_the_events_of_build
+    (test_build.py).
+    """
+    project = _copy_of_built(built, tmp_path / "project")
+    (project / "target" / "catalog.json").unlink()
     emit = run_cli(["emit", "--profiles-dir", "."], cwd=project)  # no warehouse, no catalog
     assert emit.returncode == 0, emit.stderr[-3000:]
     assert "column lineage for 12 model(s); 3 opaque" in emit.stderr
@@ -235,13 +249,17 @@ def test_lineage_command_text_and_json(built: CliRun) -> None:
     assert "SQL does not parse" in missing.stderr
 
 
-def test_guard_refuses_to_send_no_column_lineage_at_all(project: Path) -> None:
+def test_guard_refuses_to_send_no_column_lineage_at_all(built: CliRun, tmp_path: Path) -> None:
     # Without catalog.json stg_customers is opaque: its source declares one column in YAML (so
     # its columns count as known) and the SQL reads others. (stg_orders, whose source declares
     # none, would get lineage: one relation with unknown columns holds every name it reads.)
     # (A run reads the warehouse's columns itself, so the degraded case is a later `emit` of its
     # artifacts in a fresh pod: no warehouse, and catalog.json lost.)
-    ran = run_cli(["run", "--profiles-dir", ".", "-s", "stg_customers"], cwd=project)
+    # In a copy of the build (dbt parses partially), without docs generate: the catalog.json
+    # there is the build's, lost below all the same.
+    project = _copy_of_built(built, tmp_path / "project")
+    args = ["run", "--profiles-dir", ".", "-s", "stg_customers", "--no-docs-generate"]
+    ran = run_cli(args, cwd=project)
     assert ran.returncode == 0, ran.stderr[-2000:]
     (project / "target" / "catalog.json").unlink()
     events_file = project / "target" / "openlineage" / "events.jsonl"
