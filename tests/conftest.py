@@ -117,6 +117,34 @@ def run_cli(
     return _run([sys.executable, "-m", "dbt_oml", *args], cwd, clean_env(env), timeout)
 
 
+def run_in_process(
+    args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None
+) -> CliRun:
+    """`dbt-oml <args>` in this process, for a command that runs no dbt (emit, flush, replay,
+    lineage): in `cwd`, with the environment run_cli gives its subprocess and a fresh redactor;
+    output captured. dbt commands keep global state per process: those go through run_cli."""
+    import contextlib
+    import io
+
+    from dbt_oml import redaction
+    from dbt_oml.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    wanted = clean_env(env)
+    with pytest.MonkeyPatch.context() as patch:
+        for key in set(os.environ) - set(wanted):
+            patch.delenv(key)
+        for key, value in wanted.items():
+            patch.setenv(key, value)
+        patch.chdir(cwd)
+        patch.setattr(redaction, "REDACTOR", redaction.Redactor())
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    target = cwd / "target"
+    events = read_events(target / "openlineage" / "events.jsonl")
+    return CliRun(code, out.getvalue(), err.getvalue(), events, cwd, target)
+
+
 def run_plain_dbt(
     args: Sequence[str],
     *,

@@ -14,13 +14,10 @@ run no dbt: they run in this process.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import os
 import re
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +25,7 @@ from typing import Any
 import pytest
 
 from dbt_oml.om.data_quality import STATUS
-from tests.conftest import CliRun, clean_env, copy_project, read_events, run_cli
+from tests.conftest import CliRun, copy_project, run_cli, run_in_process
 from tests.fakes.openmetadata import FakeOpenMetadata, serve
 
 pytestmark = pytest.mark.integration
@@ -64,28 +61,6 @@ def _build(
     if not saved.exists() and cache.exists():
         shutil.copyfile(cache, saved)
     return run
-
-
-def _in_process(args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None) -> CliRun:
-    """`dbt-oml <args>` in this process, for a command that runs no dbt (emit, flush): in `cwd`,
-    with the environment run_cli gives its subprocess and a fresh redactor; output captured."""
-    from dbt_oml import redaction
-    from dbt_oml.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    wanted = clean_env(env)
-    with pytest.MonkeyPatch.context() as patch:
-        for key in set(os.environ) - set(wanted):
-            patch.delenv(key)
-        for key, value in wanted.items():
-            patch.setenv(key, value)
-        patch.chdir(cwd)
-        patch.setattr(redaction, "REDACTOR", redaction.Redactor())
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(args))
-    target = cwd / "target"
-    events = read_events(target / "openlineage" / "events.jsonl")
-    return CliRun(code, out.getvalue(), err.getvalue(), events, cwd, target)
 
 
 @dataclass
@@ -124,7 +99,7 @@ def runs(
         }
         first = _build(BUILD, cwd=project, env=env, caches=parse_caches)
         first_requests = len(om.requests)
-        again = _in_process(["emit", "--profiles-dir", "."], cwd=project, env=env)
+        again = run_in_process(["emit", "--profiles-dir", "."], cwd=project, env=env)
         again_requests = om.requests[first_requests:]
         failing = _build(
             [*BUILD, "--vars", "{fail_model: true}"], cwd=project, env=env, caches=parse_caches
@@ -372,7 +347,7 @@ def test_a_run_relayed_from_jetstream_gives_om_the_same_state(
                 "OPENLINEAGE__TRANSPORT__URL": direct_url,
                 "OPENLINEAGE__TRANSPORT__JWT_TOKEN_FILE": str(project / "token"),
             }
-            emitted = _in_process(["emit", "--profiles-dir", "."], cwd=project, env=env)
+            emitted = run_in_process(["emit", "--profiles-dir", "."], cwd=project, env=env)
             assert emitted.returncode == 0, emitted.stderr[-3000:]
     finally:
         server.stop()

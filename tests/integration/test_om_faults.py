@@ -15,15 +15,12 @@ dbt does not parse them again).
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import os
 import re
 import shutil
 import socket
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,11 +31,10 @@ import pytest
 from tests.conftest import (
     RUN_STG_ORDERS,
     CliRun,
-    clean_env,
     copy_project,
     free_port,
-    read_events,
     run_cli,
+    run_in_process,
 )
 from tests.fakes.openmetadata import FakeOpenMetadata, Principal, serve
 
@@ -176,28 +172,6 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
-def _in_process(args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None) -> CliRun:
-    """`dbt-oml <args>` in this process, for a command that runs no dbt (emit, flush): in `cwd`,
-    with the environment run_cli gives its subprocess and a fresh redactor; output captured."""
-    from dbt_oml import redaction
-    from dbt_oml.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    wanted = clean_env(env)
-    with pytest.MonkeyPatch.context() as patch:
-        for key in set(os.environ) - set(wanted):
-            patch.delenv(key)
-        for key, value in wanted.items():
-            patch.setenv(key, value)
-        patch.chdir(cwd)
-        patch.setattr(redaction, "REDACTOR", redaction.Redactor())
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(args))
-    target = cwd / "target"
-    events = read_events(target / "openlineage" / "events.jsonl")
-    return CliRun(code, out.getvalue(), err.getvalue(), events, cwd, target)
-
-
 def _delivered(run: CliRun) -> int:
     found = re.search(r"(\d+) delivered to", run.stderr)
     return int(found.group(1)) if found else 0
@@ -330,7 +304,9 @@ def test_flush(fault: str, kept_run: KeptRun, tmp_path: Path) -> None:
     outbox = proj / "target" / "dbt_oml" / "outbox"
     with _om_with(fault) as (om, url):
         before = _state(om)
-        flushed = _in_process(["flush"], cwd=proj, env=_env(url, token, **CELL_ENV.get(fault, {})))
+        flushed = run_in_process(
+            ["flush"], cwd=proj, env=_env(url, token, **CELL_ENV.get(fault, {}))
+        )
     expect = FAULTS[fault][1]
     assert flushed.returncode == (0 if expect == "delivered" else 4), flushed.stderr[-3000:]
     _check(om, before, outbox, _delivered(flushed), fault)

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import itertools
-import os
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,11 +14,10 @@ import pytest
 from tests.conftest import (
     RUN_STG_ORDERS,
     CliRun,
-    clean_env,
     copy_project,
     free_port,
-    read_events,
     run_cli,
+    run_in_process,
     run_plain_dbt,
 )
 from tests.fakes.openmetadata import FakeOpenMetadata, serve
@@ -65,28 +61,6 @@ class Projects:
 @pytest.fixture(scope="module")
 def projects(tmp_path_factory: pytest.TempPathFactory) -> Projects:
     return Projects(tmp_path_factory.mktemp("parse-cache") / "partial_parse.msgpack")
-
-
-def _in_process(args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None) -> CliRun:
-    """`dbt-oml <args>` in this process, for a command that runs no dbt (emit, flush): in `cwd`,
-    with the environment run_cli gives its subprocess and a fresh redactor; output captured."""
-    from dbt_oml import redaction
-    from dbt_oml.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    wanted = clean_env(env)
-    with pytest.MonkeyPatch.context() as patch:
-        for key in set(os.environ) - set(wanted):
-            patch.delenv(key)
-        for key, value in wanted.items():
-            patch.setenv(key, value)
-        patch.chdir(cwd)
-        patch.setattr(redaction, "REDACTOR", redaction.Redactor())
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(args))
-    target = cwd / "target"
-    events = read_events(target / "openlineage" / "events.jsonl")
-    return CliRun(code, out.getvalue(), err.getvalue(), events, cwd, target)
 
 
 def _seed_source_server(om: FakeOpenMetadata) -> None:
@@ -170,7 +144,7 @@ def om_runs(tmp_path_factory: pytest.TempPathFactory, projects: Projects) -> Ite
         requests = om.requests[before:]  # the second run's
         held = _snapshot(om)
         (proj / "target" / "catalog.json").unlink()  # a degraded run: declared columns only
-        degraded = _in_process(["emit", "--profiles-dir", ".", *args[3:]], cwd=proj, env=env)
+        degraded = run_in_process(["emit", "--profiles-dir", ".", *args[3:]], cwd=proj, env=env)
         snapshot_before = _snapshot(om)
         snapshot = run_cli([*args, "-s", "customers_snapshot", NO_DOCS], cwd=proj, env=env)
         # a pod that only loads files (same namespaces, so the same services in OM): the two
@@ -434,7 +408,7 @@ def test_om_down_for_the_whole_run_then_flush(tmp_path: Path, projects: Projects
     assert "NOT delivered" in down.stderr
     om = FakeOpenMetadata.with_bot()
     with serve(om) as url:
-        flushed = _in_process(["flush"], cwd=proj, env=_om_env(url, proj / "token"))
+        flushed = run_in_process(["flush"], cwd=proj, env=_om_env(url, proj / "token"))
     assert flushed.returncode == 0, flushed.stderr[-3000:]
     assert list((proj / "target" / "dbt_oml" / "outbox").glob("*.jsonl*")) == [], flushed.stderr
     src = om.entity("table", "duckdb_pod_crm.crm.sales.order_lines_v2")
@@ -465,12 +439,12 @@ def test_guard_keeps_oms_column_lineage(tmp_path: Path, projects: Projects) -> N
         assert run_cli(args, cwd=pod).returncode == 0  # artifacts only (the file transport)
         assert not (pod / "target" / "catalog.json").exists()
         emit = ["emit", "--profiles-dir", ".", "--duckdb-namespace", "duckdb://pod/{alias}"]
-        degraded = _in_process(emit, cwd=pod, env=_om_env(url, tmp_path / "tokn"))
+        degraded = run_in_process(emit, cwd=pod, env=_om_env(url, tmp_path / "tokn"))
         assert degraded.returncode == 4, degraded.stderr[-3000:]
         assert "events NOT sent" in degraded.stderr
         assert om.edges[(src["id"], dst["id"])] == before
         # the refused events, flushed later with a good token: the same per-edge rule holds
-        flushed = _in_process(["flush"], cwd=tmp_path / "b", env=_om_env(url, token))
+        flushed = run_in_process(["flush"], cwd=tmp_path / "b", env=_om_env(url, token))
         assert flushed.returncode == 0, flushed.stderr[-3000:]
         assert om.edges[(src["id"], dst["id"])]["columnsLineage"] == before["columnsLineage"]
         # a run told not to compute column lineage keeps OM's too
