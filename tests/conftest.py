@@ -167,6 +167,17 @@ def copy_project(dest: Path) -> Path:
     return dest
 
 
+def copy_of_built(built: CliRun, dest: Path) -> Path:
+    """The shared build's project, for more commands or to change: its warehouse and its target
+    (dbt parses partially instead of afresh), without the events file, and without the lineage
+    cache (another xdist worker may be writing it)."""
+    assert built.returncode == 0, built.stderr[-3000:]
+    ignore = shutil.ignore_patterns("logs", "*.wal", "lineage-cache")
+    shutil.copytree(built.project, dest, ignore=ignore)
+    (dest / "target" / "openlineage" / "events.jsonl").unlink()
+    return dest
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return copy_project(tmp_path / "project")

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import CliRun, copy_project, read_events, run_cli
+from tests.conftest import CliRun, copy_of_built, copy_project, read_events, run_cli
 
 pytestmark = pytest.mark.integration
 Z_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -38,17 +37,6 @@ def _node_runs(run: CliRun) -> dict[str, list[dict[str, Any]]]:
         if event["job"]["name"] != PARENT:
             runs.setdefault(event["job"]["name"], []).append(event)
     return runs
-
-
-def _copy_of_built(built: CliRun, dest: Path) -> Path:
-    """The shared build's project, for more commands: its warehouse and its target (dbt parses
-    partially instead of afresh), without the events file, and without the lineage cache (another
-    xdist worker may be writing it, as in test_spec.py's scratch)."""
-    assert built.returncode == 0, built.stderr[-2000:]
-    ignore = shutil.ignore_patterns("logs", "*.wal", "lineage-cache")
-    shutil.copytree(built.project, dest, ignore=ignore)
-    (dest / "target" / "openlineage" / "events.jsonl").unlink()
-    return dest
 
 
 def _job(name: str) -> str:
@@ -186,6 +174,15 @@ def test_build_artifacts_are_kept_before_docs_generate(built: CliRun) -> None:
     assert (built.target / "catalog.json").exists()
 
 
+def test_docs_generate_reuses_the_builds_parse(built: CliRun) -> None:
+    """dbt-oml's docs generate gets the flags the build got, so dbt's partial parsing holds: one
+    full parse per build (dbt's debug log, logs/dbt.log, holds both invocations)."""
+    log = (built.project / "logs" / "dbt.log").read_text()
+    assert log.count("Starting full parse") == 1, log.count("Starting full parse")
+    assert "Partial parsing enabled, no changes found, skipping parsing" in log
+    assert "config vars, config profile, or config target have changed" not in log
+
+
 def test_emit_twice_gives_identical_run_ids(built: CliRun) -> None:
     first = run_cli(["--dry-run", "emit", "--profiles-dir", "."], cwd=built.project)
     second = run_cli(["--dry-run", "emit", "--profiles-dir", "."], cwd=built.project)
@@ -262,7 +259,7 @@ def stg_orders_runs(
     are the point here, not the catalog. The events file is removed before each, so the dry
     run's check that it writes none sees only its own.
     """
-    proj = _copy_of_built(built, tmp_path_factory.mktemp("stg_orders") / "project")
+    proj = copy_of_built(built, tmp_path_factory.mktemp("stg_orders") / "project")
     flags = ["--profiles-dir", ".", "-s", "stg_orders", "--no-docs-generate"]
     flags += ["--job-naming", "unique_id"]
     ran = run_cli(["run", *flags], cwd=proj)
@@ -344,7 +341,7 @@ def test_namespace_overrides_from_flags_and_config(seeded: CliRun) -> None:
 
 
 def test_dbt_project_dir_env_is_honoured(built: CliRun, tmp_path: Path) -> None:
-    proj = _copy_of_built(built, tmp_path / "elsewhere")
+    proj = copy_of_built(built, tmp_path / "elsewhere")
     elsewhere = tmp_path / "cwd"
     elsewhere.mkdir()
     env = {"DBT_PROJECT_DIR": str(proj), "DBT_PROFILES_DIR": str(proj)}
@@ -357,7 +354,7 @@ def test_dbt_project_dir_env_is_honoured(built: CliRun, tmp_path: Path) -> None:
 
 def test_parse_error_fails_the_parent_run_with_the_message(built: CliRun, tmp_path: Path) -> None:
     # in a copy of the build: its run_results.json is there, and is not this invocation's
-    project = _copy_of_built(built, tmp_path / "project")
+    project = copy_of_built(built, tmp_path / "project")
     (project / "models" / "staging" / "broken.sql").write_text(
         "select * from {{ ref('no_such_model') }}\n"
     )

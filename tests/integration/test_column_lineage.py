@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import CliRun, read_events, run_cli
+from tests.conftest import CliRun, copy_of_built, read_events, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -67,17 +66,6 @@ def _graph(events: list[dict[str, Any]]) -> dict[Field, set[Field]]:
                     (f["name"], f["field"]) for f in spec["inputFields"]
                 }
     return graph
-
-
-def _copy_of_built(built: CliRun, dest: Path) -> Path:
-    """The shared build's project, to change: its warehouse and its target (dbt parses partially
-    instead of afresh), without the events file, and without the lineage cache (another xdist
-    worker may be writing it, as in test_spec.py's scratch)."""
-    assert built.returncode == 0, built.stderr[-3000:]
-    ignore = shutil.ignore_patterns("logs", "*.wal", "lineage-cache")
-    shutil.copytree(built.project, dest, ignore=ignore)
-    (dest / "target" / "openlineage" / "events.jsonl").unlink()
-    return dest
 
 
 def _leaves(graph: dict[Field, set[Field]], start: Field) -> set[Field]:
@@ -223,7 +211,7 @@ def test_without_catalog_columns_learned_from_the_sql_give_the_same_lineage(
     columns itself, the full result: test_no_docs_generate_gives_the_events_of_build
     (test_build.py).
     """
-    project = _copy_of_built(built, tmp_path / "project")
+    project = copy_of_built(built, tmp_path / "project")
     (project / "target" / "catalog.json").unlink()
     emit = run_cli(["emit", "--profiles-dir", "."], cwd=project)  # no warehouse, no catalog
     assert emit.returncode == 0, emit.stderr[-3000:]
@@ -257,7 +245,7 @@ def test_guard_refuses_to_send_no_column_lineage_at_all(built: CliRun, tmp_path:
     # artifacts in a fresh pod: no warehouse, and catalog.json lost.)
     # In a copy of the build (dbt parses partially), without docs generate: the catalog.json
     # there is the build's, lost below all the same.
-    project = _copy_of_built(built, tmp_path / "project")
+    project = copy_of_built(built, tmp_path / "project")
     args = ["run", "--profiles-dir", ".", "-s", "stg_customers", "--no-docs-generate"]
     ran = run_cli(args, cwd=project)
     assert ran.returncode == 0, ran.stderr[-2000:]

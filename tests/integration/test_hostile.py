@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CliRun, run_cli, run_plain_dbt
+from tests.conftest import CliRun, copy_of_built, run_cli, run_plain_dbt
 
 pytestmark = pytest.mark.integration
 PARENT = "dbt-run-jaffle_oml"
@@ -40,20 +40,9 @@ def _ends(run: CliRun) -> dict[str, dict[str, Any]]:
     return {e["job"]["name"]: e for e in run.events if e["eventType"] in {"COMPLETE", "FAIL"}}
 
 
-def _copy_of_built(built: CliRun, dest: Path) -> Path:
-    """The shared build's project, to change: its warehouse and its target (dbt parses partially
-    instead of afresh), without the events file, and without the lineage cache (another xdist
-    worker may be writing it, as in test_spec.py's scratch)."""
-    assert built.returncode == 0, built.stderr[-3000:]
-    ignore = shutil.ignore_patterns("logs", "*.wal", "lineage-cache")
-    shutil.copytree(built.project, dest, ignore=ignore)
-    (dest / "target" / "openlineage" / "events.jsonl").unlink()
-    return dest
-
-
 @pytest.fixture
 def built_project(built: CliRun, tmp_path: Path) -> Path:
-    return _copy_of_built(built, tmp_path / "project")
+    return copy_of_built(built, tmp_path / "project")
 
 
 @pytest.mark.parametrize("mode", ["wrapper", "plugin"])
@@ -84,7 +73,7 @@ def ran(built: CliRun, tmp_path_factory: pytest.TempPathFactory) -> CliRun:
 
     In a copy of the build without its catalog.json: the only catalogs the tests see are theirs.
     """
-    proj = _copy_of_built(built, tmp_path_factory.mktemp("hostile") / "project")
+    proj = copy_of_built(built, tmp_path_factory.mktemp("hostile") / "project")
     (proj / "target" / "catalog.json").unlink()
     args = [
         "--no-docs-generate",
