@@ -121,7 +121,12 @@ class NatsServer:
         return self
 
     def start(self) -> NatsServer:
-        return self.launch().wait_ready()
+        self.launch()
+        try:
+            return self.wait_ready()
+        except BaseException:
+            self.stop()  # a failed start leaves no server behind (nor a Popen warning later)
+            raise
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -162,8 +167,12 @@ class NatsCluster:
     def start(self) -> NatsCluster:
         for node in self.nodes:  # all at once: none elects a leader alone
             node.launch()
-        for node in self.nodes:
-            node.wait_ready()
+        try:
+            for node in self.nodes:
+                node.wait_ready()
+        except BaseException:
+            self.stop()  # a failed start leaves no server behind (nor a Popen warning later)
+            raise
         return self
 
     def stop(self) -> None:
