@@ -15,12 +15,13 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
 from tests.conftest import (
     RUN_STG_ORDERS,
+    CliRun,
     clean_env,
     copy_project,
     free_port,
@@ -28,11 +29,15 @@ from tests.conftest import (
     run_plain_dbt,
 )
 from tests.fakes.openmetadata import FakeOpenMetadata, serve
+from tests.integration.nats_server import Watched
 
 pytestmark = [pytest.mark.integration, pytest.mark.nats]
 nats = pytest.importorskip("nats", reason="needs dbt-oml[nats]")
 
 NATS_SERVER = shutil.which("nats-server") or "/usr/sbin/nats-server"
+BUILD = ["build", "--profiles-dir", ".", "--duckdb-namespace", "duckdb://pod/{alias}"]
+#: stg_orders' run; no catalog.json: the live catalog gives the same events, in one dbt run
+RUN_ONE = [*RUN_STG_ORDERS, "--no-docs-generate"]
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +163,7 @@ def test_unreachable_nats_in_a_dbt_run_is_one_line(tmp_path: Path, mode: str) ->
     if mode == "plugin":
         run = run_plain_dbt(RUN_STG_ORDERS[:5], cwd=proj, env=env | {"DBT_OML_PLUGIN": "1"})
     else:
-        run = run_cli(RUN_STG_ORDERS, cwd=proj, env=env)
+        run = run_cli(RUN_ONE, cwd=proj, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     output = run.stdout + run.stderr
     assert "Traceback" not in output
@@ -168,16 +173,44 @@ def test_unreachable_nats_in_a_dbt_run_is_one_line(tmp_path: Path, mode: str) ->
     assert f"NATS nats://***@127.0.0.1:{port}" in refused[0]
 
 
-def test_build_then_emit_of_the_same_run_is_stored_once(
-    stream: dict[str, Any], tmp_path: Path
-) -> None:
-    """The events of one run are the same from `build` and from `emit`: the dedupe ids match."""
-    proj = copy_project(tmp_path / "p")
+class Published(NamedTuple):
+    stream: dict[str, Any]
+    run: CliRun
+    stored: int | None  # messages in the stream right after the build (None: it failed)
+
+
+@pytest.fixture(scope="module")
+def published(nats_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Published]:
+    """One `dbt-oml build` of the bundled project into a stream of the module's, for the tests
+    that read it (the project and the stream) and the parse that dbt can reuse (`_parsed`).
+
+    What a test publishes again of this run is stored once: the same Nats-Msg-Id, within the
+    stream's duplicate window (24 h).
+    """
+    stream = {"servers": [nats_url], "subject": "ol.tpublished", "stream": "TPUBLISHED"}
+    proj = copy_project(tmp_path_factory.mktemp("published") / "p")
     (proj / "dbt-oml.yml").write_text(json.dumps({"transport": {"type": "jetstream", **stream}}))
-    built = run_cli(["build", "--profiles-dir", "."], cwd=proj)
+    built = run_cli(BUILD, cwd=proj)
+    stored = None
+    if built.returncode == 0:
+        stored = asyncio.run(_stream_info(nats_url, stream["stream"])).state.messages
+    yield Published(stream, built, stored)
+    asyncio.run(_delete_stream(nats_url, stream["stream"]))
+
+
+def _parsed(published: Published, proj: Path) -> Path:
+    """`proj`, a fresh copy of the same project files, with the published build's parse: dbt
+    finds nothing changed and skips its full parse (file checksums, vars and profile match)."""
+    (proj / "target").mkdir(exist_ok=True)
+    shutil.copy2(published.run.target / "partial_parse.msgpack", proj / "target")
+    return proj
+
+
+def test_build_then_emit_of_the_same_run_is_stored_once(published: Published) -> None:
+    """The events of one run are the same from `build` and from `emit`: the dedupe ids match."""
+    stream, built, stored = published
     assert built.returncode == 0, built.stderr[-3000:]
-    stored = asyncio.run(_stream_info(stream["servers"][0], stream["stream"])).state.messages
-    emitted = run_cli(["emit", "--profiles-dir", "."], cwd=proj)
+    emitted = run_cli(["emit", *BUILD[1:]], cwd=built.project)
     assert emitted.returncode == 0, emitted.stderr[-3000:]
     info = asyncio.run(_stream_info(stream["servers"][0], stream["stream"]))
     sent = [re.search(r"(\d+) events, (\d+) delivered", r.stderr) for r in (built, emitted)]
@@ -185,17 +218,23 @@ def test_build_then_emit_of_the_same_run_is_stored_once(
     assert info.state.messages == stored
 
 
-def _relay_config(proj: Path, stream: dict[str, Any], om_url: str, **extra: Any) -> None:
+def _relay_config(proj: Path, stream: dict[str, Any], om_url: str, **extra: Any) -> Path:
+    """dbt-oml.yml of a relay. A fetch returns at once what the stream holds for the consumer, so
+    `--once` needs 0.5 s, not the default 2 s, to see there is nothing more (what comes back later,
+    nak'ed or unacked, needs a longer `fetch_timeout`)."""
+    proj.mkdir(parents=True, exist_ok=True)
     (proj / "token").write_text("bot-jwt\n")
     relay = {
         "jetstream": stream,
         "openmetadata": {"url": om_url, "jwt_token_file": str(proj / "token"), "retry_budget": 1},
         "batch": 20,
+        "fetch_timeout": 0.5,
         **extra,
     }
     (proj / "dbt-oml.yml").write_text(
         json.dumps({"relay": relay, "transport": {"type": "jetstream", **stream}})
     )
+    return proj
 
 
 def _state(om: FakeOpenMetadata) -> tuple[set[str], set[tuple[str, str, str]]]:
@@ -217,9 +256,8 @@ def _state(om: FakeOpenMetadata) -> tuple[set[str], set[tuple[str, str, str]]]:
 
 
 def test_build_then_relay_matches_the_direct_transport(
-    stream: dict[str, Any], tmp_path: Path
+    published: Published, tmp_path: Path
 ) -> None:
-    args = ["build", "--profiles-dir", ".", "--duckdb-namespace", "duckdb://pod/{alias}"]
     direct = FakeOpenMetadata.with_bot()
     with serve(direct) as url:
         proj = copy_project(tmp_path / "direct")
@@ -229,14 +267,13 @@ def test_build_then_relay_matches_the_direct_transport(
             "OPENLINEAGE__TRANSPORT__URL": url,
             "OPENLINEAGE__TRANSPORT__JWT_TOKEN_FILE": str(proj / "token"),
         }
-        assert run_cli(args, cwd=proj, env=env).returncode == 0
+        assert run_cli(BUILD, cwd=proj, env=env).returncode == 0
+    built = published.run  # the same build, into JetStream
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert "delivered to jetstream transport" in built.stderr
     relayed = FakeOpenMetadata.with_bot()
     with serve(relayed) as url:
-        proj = copy_project(tmp_path / "relayed")
-        _relay_config(proj, stream, url)
-        built = run_cli(args, cwd=proj)
-        assert built.returncode == 0, built.stderr[-3000:]
-        assert "delivered to jetstream transport" in built.stderr
+        proj = _relay_config(tmp_path / "relayed", published.stream, url)
         relay = run_cli(["relay", "--once"], cwd=proj)
     assert relay.returncode == 0, relay.stderr[-3000:]
     assert "dead-lettered 0" in relay.stderr
@@ -247,18 +284,19 @@ def test_build_then_relay_matches_the_direct_transport(
 
 
 def test_om_down_nothing_acked_then_everything_delivered(
-    stream: dict[str, Any], tmp_path: Path
+    stream: dict[str, Any], published: Published, tmp_path: Path
 ) -> None:
-    proj = copy_project(tmp_path / "p")
+    proj = _parsed(published, copy_project(tmp_path / "p"))
     _relay_config(proj, stream, f"http://127.0.0.1:{free_port()}")  # OM is down
-    built = run_cli(RUN_STG_ORDERS, cwd=proj)
+    built = run_cli(RUN_ONE, cwd=proj)
     assert built.returncode == 0, built.stderr[-3000:]
     down = run_cli(["relay", "--once"], cwd=proj)
     assert down.returncode == 4, down.stderr[-3000:]
     assert "delivered 0" in down.stderr
     om = FakeOpenMetadata.with_bot()
     with serve(om) as url:
-        _relay_config(proj, stream, url)
+        # the nak'ed messages come back 1 s after the nak (the first backoff): more than that
+        _relay_config(proj, stream, url, fetch_timeout=2)
         up = run_cli(["relay", "--once"], cwd=proj)
     assert up.returncode == 0, up.stderr[-3000:]
     assert "dead-lettered 0" in up.stderr
@@ -303,11 +341,20 @@ async def _consumer(url: str, stream: str, durable: str) -> Any:
         await nc.close()
 
 
-def test_relay_killed_mid_batch_then_restarted(stream: dict[str, Any], tmp_path: Path) -> None:
-    proj = copy_project(tmp_path / "p")
+def _delivered(relay: Watched, count: int) -> None:
+    """Until the relay's batch lines add up to `count` delivered events (bounded: wait_for)."""
+    total, index = 0, -1
+    while total < count:
+        index = relay.stderr.wait_for(r"relay batch: .*: delivered \d+", after=index + 1)
+        total += int(relay.stderr.lines[index].split("delivered ")[1].split(",")[0])
+
+
+def test_relay_killed_mid_batch_then_restarted(
+    stream: dict[str, Any], published: Published, tmp_path: Path
+) -> None:
+    proj = _parsed(published, copy_project(tmp_path / "p"))
     _relay_config(proj, stream, "http://unused")
-    args = RUN_STG_ORDERS
-    assert run_cli(args, cwd=proj).returncode == 0
+    assert run_cli(RUN_ONE, cwd=proj).returncode == 0
     om = FakeOpenMetadata.with_bot()
     arrived, release = om.hold("/api/v1/openlineage/lineage/batch")
     with serve(om) as url:
@@ -326,12 +373,20 @@ def test_relay_killed_mid_batch_then_restarted(stream: dict[str, Any], tmp_path:
             relay.wait(timeout=10)
         release.set()
         created_before = sum(1 for r in om.requests if r.status == 201)
-        again = run_cli(["relay", "--once"], cwd=proj)
+        # restarted as it ran: a service, stopped (SIGTERM) once the events unacked by the
+        # killed one came back (after ack_wait) and went through; --once would then wait out
+        # one more fetch_timeout, longer than ack_wait, to see that nothing else comes
+        again = Watched([sys.executable, "-m", "dbt_oml", "relay"], cwd=proj, env=clean_env())
+        try:
+            _delivered(again, 4)
+            code = again.terminate(timeout=2 + 30)  # ack_wait, and a margin for a loaded machine
+        finally:
+            again.kill()
         created_after = sum(1 for r in om.requests if r.status == 201)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert (
-        "received 4, delivered 4" in again.stderr
-    )  # every event of the run came back and went through
+    assert code == 0, again.stderr.text[-3000:]
+    assert "Traceback" not in again.stderr.text
+    # every event of the run came back and went through
+    assert "received 4, delivered 4, retried 0, dead-lettered 0" in again.stderr.text
     assert created_after == created_before  # the re-delivery created no entity twice
     info = asyncio.run(_consumer(stream["servers"][0], stream["stream"], "dbt-oml-relay"))
     assert (info.num_pending, info.num_ack_pending) == (0, 0)
