@@ -8,6 +8,7 @@ times, dbt's invocation id and the project's directory.
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,16 @@ def comparable(run: CliRun) -> dict[tuple[str, str], list[str]]:
 def plugin_built(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
     proj = copy_project(tmp_path_factory.mktemp("plugin") / "project")
     return run_plain_dbt(["build", "--profiles-dir", "."], cwd=proj, env={"DBT_OML_PLUGIN": "1"})
+
+
+@pytest.fixture
+def parsed(project: Path, plugin_built: CliRun) -> Path:
+    """A fresh copy of the project with dbt's parse of the same files (plugin_built's): dbt finds
+    nothing changed and skips its full parse. Nothing of dbt-oml's is in it (the plugin adds no
+    nodes); a changed dbt_project.yml, profile or --vars means a full parse again."""
+    (project / "target").mkdir()
+    shutil.copy2(plugin_built.target / "partial_parse.msgpack", project / "target")
+    return project
 
 
 def test_plain_dbt_build_emits_what_the_wrapper_emits(built: CliRun, plugin_built: CliRun) -> None:
@@ -144,16 +155,16 @@ def test_plugin_switched_on_in_dbt_project_yml(project: Path) -> None:
     assert off.events == []
 
 
-def test_plugin_off_emits_nothing(project: Path) -> None:
-    run = run_plain_dbt(["run", "--profiles-dir", ".", "-s", "stg_orders"], cwd=project)
+def test_plugin_off_emits_nothing(parsed: Path) -> None:
+    run = run_plain_dbt(["run", "--profiles-dir", ".", "-s", "stg_orders"], cwd=parsed)
     assert run.returncode == 0
     assert run.events == []
     assert not (run.target / "dbt_oml").exists()
     assert "dbt-oml" not in run.stderr + run.stdout
 
 
-def test_plugin_stays_inert_under_the_wrapper(project: Path) -> None:
-    run = run_cli(RUN_STG_ORDERS, cwd=project, env={"DBT_OML_PLUGIN": "1"})
+def test_plugin_stays_inert_under_the_wrapper(parsed: Path) -> None:
+    run = run_cli(RUN_STG_ORDERS, cwd=parsed, env={"DBT_OML_PLUGIN": "1"})
     assert run.returncode == 0
     counts = Counter((e["eventType"], e["job"]["name"], e["run"]["runId"]) for e in run.events)
     assert len(run.events) == 4  # the parent run and stg_orders' run, each once
@@ -161,10 +172,10 @@ def test_plugin_stays_inert_under_the_wrapper(project: Path) -> None:
     assert "dbt-oml plugin" not in run.stderr
 
 
-def test_plugin_with_bad_config_leaves_dbt_alone(project: Path) -> None:
+def test_plugin_with_bad_config_leaves_dbt_alone(parsed: Path) -> None:
     run = run_plain_dbt(
         ["run", "--profiles-dir", ".", "-s", "stg_orders"],
-        cwd=project,
+        cwd=parsed,
         env={"DBT_OML_PLUGIN": "1", "DBT_OML_JOB_NAMING": "by-magic"},
     )
     assert run.returncode == 0
@@ -204,12 +215,26 @@ def test_plugin_with_unreachable_backend_keeps_every_event(project: Path) -> Non
 
 
 @pytest.fixture(scope="module")
-def tested(tmp_path_factory: pytest.TempPathFactory) -> tuple[CliRun, CliRun]:
-    """`dbt-oml test` and plugin-mode `dbt test` on the same built warehouse (no catalog.json)."""
-    proj = copy_project(tmp_path_factory.mktemp("tested") / "project")
-    warehouse = run_plain_dbt(["build", "--profiles-dir", "."], cwd=proj)  # plugin off
-    assert warehouse.returncode == 0, warehouse.stdout[-2000:]
+def tested(plugin_built: CliRun, tmp_path_factory: pytest.TempPathFactory) -> tuple[CliRun, CliRun]:
+    """`dbt-oml test` and plugin-mode `dbt test` on the same built warehouse (no catalog.json).
+
+    The warehouse is a copy of plugin_built's (a plain `dbt build`), without what the plugin
+    wrote there (its events and state): as after the same build with the plugin off.
+    """
+    assert plugin_built.returncode == 0, plugin_built.stdout[-2000:]
+    proj = tmp_path_factory.mktemp("tested") / "project"
+
+    def plugin_output(directory: str, names: list[str]) -> set[str]:
+        return (
+            {"openlineage", "dbt_oml"} & set(names)
+            if Path(directory) == plugin_built.target
+            else set()
+        )
+
+    shutil.copytree(plugin_built.project, proj, ignore=plugin_output)
     assert not (proj / "target" / "catalog.json").exists()
+    assert not (proj / "target" / "openlineage").exists()
+    assert not (proj / "target" / "dbt_oml").exists()
     wrapper = run_cli(["test", "--profiles-dir", "."], cwd=proj)
     (proj / "target" / "openlineage" / "events.jsonl").unlink()
     plugin = run_plain_dbt(["test", "--profiles-dir", "."], cwd=proj, env={"DBT_OML_PLUGIN": "1"})

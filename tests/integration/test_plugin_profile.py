@@ -7,12 +7,13 @@ Precedence: the environment variable, then the dbt var, then the profile.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import run_plain_dbt
+from tests.conftest import CliRun, copy_project, run_plain_dbt
 
 pytestmark = pytest.mark.integration
 
@@ -24,8 +25,7 @@ _ENTRY = """      plugins:
 """
 
 
-@pytest.fixture
-def profiled(project: Path) -> Path:
+def _with_entry(project: Path) -> Path:
     profiles = project / "profiles.yml"
     text = profiles.read_text()
     anchor = "          alias: dw\n    servers:\n"
@@ -36,6 +36,22 @@ def profiled(project: Path) -> Path:
     return project
 
 
+@pytest.fixture(scope="module")
+def profiled_build(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
+    """A plain `dbt build` of the project with the entry in its profile."""
+    proj = _with_entry(copy_project(tmp_path_factory.mktemp("profiled") / "project"))
+    return run_plain_dbt(["build", "--profiles-dir", "."], cwd=proj)
+
+
+@pytest.fixture
+def profiled(project: Path, profiled_build: CliRun) -> Path:
+    """A fresh copy with the entry, and dbt's parse of the same files and profile (the build's):
+    dbt skips its full parse unless the test changes the profile or passes --vars."""
+    (project / "target").mkdir()
+    shutil.copy2(profiled_build.target / "partial_parse.msgpack", project / "target")
+    return _with_entry(project)
+
+
 def _events(project: Path) -> list[dict[str, Any]]:
     path = project / "lineage" / "events.jsonl"
     if not path.exists():
@@ -43,13 +59,13 @@ def _events(project: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_plugin_switched_on_in_the_profile_with_its_settings(profiled: Path) -> None:
-    run = run_plain_dbt(["build", "--profiles-dir", "."], cwd=profiled)
+def test_plugin_switched_on_in_the_profile_with_its_settings(profiled_build: CliRun) -> None:
+    run = profiled_build
     assert run.returncode == 0, run.stderr[-2000:]
-    events = _events(profiled)
+    events = _events(run.project)
     assert len(events) == 90
     assert {e["job"]["namespace"] for e in events} == {"from_profile"}
-    assert not (profiled / "target" / "openlineage" / "events.jsonl").exists()
+    assert not (run.target / "openlineage" / "events.jsonl").exists()
     models = [
         e for e in events if e["eventType"] == "COMPLETE" and ".build.run" in e["job"]["name"]
     ]
