@@ -114,10 +114,19 @@ class NatsServer:
         return self
 
     def wait_ready(self, timeout: float = 60) -> NatsServer:
+        """Until it serves clients and, in a cluster, answers JetStream requests (they need the
+        metadata leader: a node that joins after the election may never log one)."""
         assert self.log is not None
-        ready = self.log.wait_for("Server is ready", timeout=timeout)
+        self.log.wait_for("Server is ready", timeout=timeout)
         if self.cluster:
-            self.log.wait_for(METADATA_LEADER, after=ready, timeout=timeout)
+
+            async def answers(js: Any) -> bool:
+                await js.account_info()
+                return True
+
+            wait_for_value(
+                lambda: js_call(self.url, answers), f"{self.name}'s JetStream", timeout=timeout
+            )
         return self
 
     def start(self) -> NatsServer:
@@ -137,10 +146,6 @@ class NatsServer:
     @property
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
-
-
-#: What a cluster node logs once it knows the JetStream metadata leader (itself or another).
-METADATA_LEADER = r"JetStream cluster new metadata leader|Self is new JetStream cluster metadata"
 
 
 class NatsCluster:
