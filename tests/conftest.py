@@ -178,6 +178,18 @@ def copy_of_built(built: CliRun, dest: Path) -> Path:
     return dest
 
 
+def with_parse_of(project: Path, parsed_target: Path) -> Path:
+    """`project`, a fresh copy of the same files, given dbt's saved parse from `parsed_target`:
+    dbt finds nothing changed and skips its full parse (a changed file, profile, target or
+    --vars still makes it parse). A seed keeps the other copy's root_path, so dbt reads its CSV
+    from there: use it where that copy holds the same CSV."""
+    (project / "target").mkdir(exist_ok=True)
+    shutil.copyfile(
+        parsed_target / "partial_parse.msgpack", project / "target" / "partial_parse.msgpack"
+    )
+    return project
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return copy_project(tmp_path / "project")

@@ -27,6 +27,7 @@ from tests.conftest import (
     free_port,
     run_cli,
     run_plain_dbt,
+    with_parse_of,
 )
 from tests.fakes.openmetadata import FakeOpenMetadata, serve
 from tests.integration.nats_server import Watched
@@ -201,9 +202,7 @@ def published(nats_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 def _parsed(published: Published, proj: Path) -> Path:
     """`proj`, a fresh copy of the same project files, with the published build's parse: dbt
     finds nothing changed and skips its full parse (file checksums, vars and profile match)."""
-    (proj / "target").mkdir(exist_ok=True)
-    shutil.copy2(published.run.target / "partial_parse.msgpack", proj / "target")
-    return proj
+    return with_parse_of(proj, published.run.target)
 
 
 def test_build_then_emit_of_the_same_run_is_stored_once(published: Published) -> None:

@@ -35,6 +35,7 @@ from tests.conftest import (
     free_port,
     run_cli,
     run_in_process,
+    with_parse_of,
 )
 from tests.fakes.openmetadata import FakeOpenMetadata, Principal, serve
 
@@ -273,11 +274,7 @@ def kept_run(tmp_path_factory: pytest.TempPathFactory) -> KeptRun:
 def _fresh_project(dest: Path, parsed: Path) -> Path:
     """A fresh copy of the project (no warehouse, artifacts or outbox) with the parse cache of
     the project `parsed`: dbt re-parses only what differs, here nothing."""
-    proj = copy_project(dest)
-    (proj / "target").mkdir()
-    cache = "partial_parse.msgpack"
-    shutil.copyfile(parsed / "target" / cache, proj / "target" / cache)
-    return proj
+    return with_parse_of(copy_project(dest), parsed / "target")
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))

@@ -22,6 +22,7 @@ from tests.conftest import (
     free_port,
     run_cli,
     run_plain_dbt,
+    with_parse_of,
 )
 
 pytestmark = pytest.mark.integration
@@ -61,9 +62,7 @@ def parsed(project: Path, plugin_built: CliRun) -> Path:
     """A fresh copy of the project with dbt's parse of the same files (plugin_built's): dbt finds
     nothing changed and skips its full parse. Nothing of dbt-oml's is in it (the plugin adds no
     nodes); a changed dbt_project.yml, profile or --vars means a full parse again."""
-    (project / "target").mkdir()
-    shutil.copy2(plugin_built.target / "partial_parse.msgpack", project / "target")
-    return project
+    return with_parse_of(project, plugin_built.target)
 
 
 def test_plain_dbt_build_emits_what_the_wrapper_emits(built: CliRun, plugin_built: CliRun) -> None:

@@ -7,13 +7,12 @@ Precedence: the environment variable, then the dbt var, then the profile.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import CliRun, copy_project, run_plain_dbt
+from tests.conftest import CliRun, copy_project, run_plain_dbt, with_parse_of
 
 pytestmark = pytest.mark.integration
 
@@ -47,9 +46,7 @@ def profiled_build(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
 def profiled(project: Path, profiled_build: CliRun) -> Path:
     """A fresh copy with the entry, and dbt's parse of the same files and profile (the build's):
     dbt skips its full parse unless the test changes the profile or passes --vars."""
-    (project / "target").mkdir()
-    shutil.copy2(profiled_build.target / "partial_parse.msgpack", project / "target")
-    return _with_entry(project)
+    return _with_entry(with_parse_of(project, profiled_build.target))
 
 
 def _events(project: Path) -> list[dict[str, Any]]:
