@@ -23,15 +23,16 @@ demo: $(STAMP)
 	@echo "  open it: xdg-open integration_project/target/lineage.html   (macOS: open ...)"
 
 # The whole suite, lint included, as CI runs it. pytest runs on one xdist worker per core, a
-# test file per worker (loadfile: a module's dbt builds are paid once); the modules on the shared
-# PostgreSQL/MariaDB schemas (marker `servers`) take a lock (tests/conftest.py), so they run in
-# turn while the other workers go on.
+# test file per worker (loadfile: a module's dbt builds are paid once), slowest files first
+# (SLOWEST_FIRST in tests/conftest.py; --no-loadscope-reorder keeps that order); the modules on the
+# shared PostgreSQL/MariaDB schemas (marker `servers`) take a lock (tests/conftest.py), so they run
+# in turn while the other workers go on.
 PYTEST_WORKERS ?= auto
 test: $(STAMP)
 	$(BIN)/ruff check dbt_oml tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The fast loop: no dbt, no servers, no nats-server.
 test-unit: $(STAMP)

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.forkserver import ForkServer
+
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "integration_project"
 MINI = Path(__file__).resolve().parent / "fixtures" / "artifacts" / "mini"
@@ -29,6 +31,43 @@ RUN_STG_ORDERS = [
     "--duckdb-namespace",
     "duckdb://pod/{alias}",
 ]
+
+
+#: The slowest test files (of tests/integration), slowest first (measured: one `make test`, each file's summed setup and
+#: call times, 2026-12-02). xdist (loadfile, --no-loadscope-reorder in the Makefile) hands files
+#: out in this order, so the long ones start first and the short ones fill the end (longest
+#: processing time first); files not named follow in their own order. Kept apart: the two
+#: `servers` modules (they take one lock in turn) and the first users of the `built` build
+#: (one worker builds it, another would wait).
+SLOWEST_FIRST = (
+    "test_build",
+    "test_openmetadata",
+    "test_jetstream",
+    "test_plugin",
+    "test_cluster",
+    "test_om_dbt_metadata",
+    "test_om_faults",
+    "test_secrets",
+    "test_plugin_profile",
+    "test_relay",
+    "test_explorer",
+    "test_hostile",
+    "test_plugin_crash",
+    "test_spec",
+    "test_column_lineage",
+    "test_servers",
+    "test_impact",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
+
+    def order(item: pytest.Item) -> int:
+        slow = item.path.parent.name == "integration" and item.path.stem in rank
+        return rank[item.path.stem] if slow else len(rank)
+
+    items.sort(key=order)
 
 
 def pytest_report_header() -> list[str]:
@@ -91,10 +130,39 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def _run(command: Sequence[str], cwd: Path, env: dict[str, str], timeout: float) -> CliRun:
-    proc = subprocess.run(
-        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
+_FORK_SERVER: ForkServer | None = None
+
+
+def _fork_server() -> ForkServer | None:
+    """This process's fork server (tests/forkserver.py), or None with TESTS_FRESH_PROCESSES=1."""
+    global _FORK_SERVER  # noqa: PLW0603 - one per xdist worker, stopped at the end
+    if os.environ.get("TESTS_FRESH_PROCESSES") == "1":
+        return None
+    if _FORK_SERVER is None:
+        import tempfile
+
+        scratch = Path(tempfile.mkdtemp(prefix="dbt-oml-forkserver-"))
+        _FORK_SERVER = ForkServer(scratch, clean_env())
+    return _FORK_SERVER
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_fork_server() -> Iterator[None]:
+    yield
+    if _FORK_SERVER is not None:
+        _FORK_SERVER.stop()
+
+
+def _run(
+    entry: str, command: Sequence[str], cwd: Path, env: dict[str, str], timeout: float
+) -> CliRun:
+    server = _fork_server()
+    if server is None:
+        proc = subprocess.run(
+            command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    else:
+        proc = server.run(entry, _argv(entry, command), cwd=cwd, env=env, timeout=timeout)
     target = cwd / "target"
     return CliRun(
         returncode=proc.returncode,
@@ -113,8 +181,10 @@ def run_cli(
     env: Mapping[str, str] | None = None,
     timeout: float = 300,
 ) -> CliRun:
-    """Run `dbt-oml` in a subprocess (dbt keeps global state per process)."""
-    return _run([sys.executable, "-m", "dbt_oml", *args], cwd, clean_env(env), timeout)
+    """Run `dbt-oml` in a process of its own (dbt keeps global state per process): a child of
+    the fork server (tests/forkserver.py), or a subprocess with TESTS_FRESH_PROCESSES=1."""
+    command = [sys.executable, "-m", "dbt_oml", *args]
+    return _run("dbt-oml", command, cwd, clean_env(env), timeout)
 
 
 def run_in_process(
@@ -158,7 +228,16 @@ def run_plain_dbt(
     `.pth` path entry (editable_mode=compat), so no PYTHONPATH is needed, as with a wheel.
     """
     dbt = str(Path(sys.executable).with_name("dbt"))
-    return _run([dbt, *args], cwd, clean_env(env), timeout)
+    return _run("dbt", [dbt, *args], cwd, clean_env(env), timeout)
+
+
+def _argv(entry: str, command: Sequence[str]) -> list[str]:
+    """The sys.argv the command's own process would have."""
+    if entry == "dbt":
+        return list(command)
+    import dbt_oml
+
+    return [str(Path(dbt_oml.__file__).with_name("__main__.py")), *command[3:]]
 
 
 def copy_project(dest: Path) -> Path:
