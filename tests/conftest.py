@@ -33,10 +33,10 @@ RUN_STG_ORDERS = [
 ]
 
 
-#: The slowest test files (of tests/integration), slowest first (measured: one `make test`, each file's summed setup and
-#: call times, 2026-12-02). xdist (loadfile, --no-loadscope-reorder in the Makefile) hands files
-#: out in this order, so the long ones start first and the short ones fill the end (longest
-#: processing time first); files not named follow in their own order. Kept apart: the two
+#: The slowest files of tests/integration, slowest first (measured: one `make test`, each file's
+#: summed setup and call times, 2026-12-02). xdist (loadfile, --no-loadscope-reorder in the
+#: Makefile) hands files out in this order, so the long ones start first and the short ones fill
+#: the end (longest processing time first); files not named follow in their own order. Kept apart: the two
 #: `servers` modules (they take one lock in turn) and the first users of the `built` build
 #: (one worker builds it, another would wait).
 SLOWEST_FIRST = (

@@ -33,6 +33,7 @@ import gc
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -82,11 +83,11 @@ def _compile_dbt_dataclasses() -> int:
     """Give dbt's dataclasses the (de)serialisers they would compile on first use.
 
     dbt's classes compile their mashumaro methods lazily (`lazy_compilation`): each command paid
-    about 0.6 s generating the same code again (a one-model `dbt-oml run`: 5.9 -> 5.3 s). The first call of a class's from_dict,
-    from_msgpack, to_dict or to_msgpack builds and keeps that method; here it is called on
-    something that cannot be read or written (an empty dict, an instance with no fields), which
-    builds the method and then fails, and the failure is ignored. What a child runs is the code
-    it would have generated itself.
+    about 0.6 s generating the same code again (a one-model `dbt-oml run`: 5.9 -> 5.3 s). The
+    first call of a class's from_dict, from_msgpack, to_dict or to_msgpack builds and keeps that
+    method; here it is called on something that cannot be read or written (an empty dict, an
+    instance with no fields), which builds the method and then fails, and the failure is
+    ignored. What a child runs is the code it would have generated itself.
     """
     from dbt_common.dataclass_schema import dbtClassMixin
 
@@ -256,7 +257,8 @@ class ForkServer:
             status = self._line(deadline)
         finally:
             if status is None:  # timed out, or the test was interrupted: the child goes too
-                os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):  # it ended in between
+                    os.kill(pid, signal.SIGKILL)
                 self._line(time.monotonic() + 60)
         result = subprocess.CompletedProcess(
             list(argv),
@@ -278,6 +280,7 @@ class ForkServer:
             if self._proc.stdout is not None:
                 self._proc.stdout.close()
             self._proc = None
+        shutil.rmtree(self._scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":
