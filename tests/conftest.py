@@ -36,9 +36,9 @@ RUN_STG_ORDERS = [
 #: The slowest files of tests/integration, slowest first (measured: one `make test`, each file's
 #: summed setup and call times, 2026-12-02). xdist (loadfile, --no-loadscope-reorder in the
 #: Makefile) hands files out in this order, so the long ones start first and the short ones fill
-#: the end (longest processing time first); files not named follow in their own order. Kept apart: the two
-#: `servers` modules (they take one lock in turn) and the first users of the `built` build
-#: (one worker builds it, another would wait).
+#: the end (longest processing time first); files not named follow in their own order. Kept
+#: apart: the two `servers` modules (they take one lock in turn) and the first users of the
+#: `built` build (one worker builds it, another would wait).
 SLOWEST_FIRST = (
     "test_build",
     "test_openmetadata",
@@ -153,16 +153,23 @@ def _stop_fork_server() -> Iterator[None]:
         _FORK_SERVER.stop()
 
 
-def _run(
-    entry: str, command: Sequence[str], cwd: Path, env: dict[str, str], timeout: float
-) -> CliRun:
+def _run(entry: str, args: Sequence[str], cwd: Path, env: dict[str, str], timeout: float) -> CliRun:
+    """`entry` ("dbt-oml" or "dbt") with `args`: a child of the fork server, given the sys.argv
+    its own process would have, or that process (TESTS_FRESH_PROCESSES=1)."""
+    if entry == "dbt":
+        command = argv = [str(Path(sys.executable).with_name("dbt")), *args]
+    else:
+        import dbt_oml
+
+        command = [sys.executable, "-m", "dbt_oml", *args]
+        argv = [str(Path(dbt_oml.__file__).with_name("__main__.py")), *args]
     server = _fork_server()
     if server is None:
         proc = subprocess.run(
             command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
         )
     else:
-        proc = server.run(entry, _argv(entry, command), cwd=cwd, env=env, timeout=timeout)
+        proc = server.run(entry, argv, cwd=cwd, env=env, timeout=timeout)
     target = cwd / "target"
     return CliRun(
         returncode=proc.returncode,
@@ -183,8 +190,7 @@ def run_cli(
 ) -> CliRun:
     """Run `dbt-oml` in a process of its own (dbt keeps global state per process): a child of
     the fork server (tests/forkserver.py), or a subprocess with TESTS_FRESH_PROCESSES=1."""
-    command = [sys.executable, "-m", "dbt_oml", *args]
-    return _run("dbt-oml", command, cwd, clean_env(env), timeout)
+    return _run("dbt-oml", args, cwd, clean_env(env), timeout)
 
 
 def run_in_process(
@@ -227,17 +233,7 @@ def run_plain_dbt(
     dbt discovers plugins with pkgutil over sys.path: the Makefile's editable install is a
     `.pth` path entry (editable_mode=compat), so no PYTHONPATH is needed, as with a wheel.
     """
-    dbt = str(Path(sys.executable).with_name("dbt"))
-    return _run("dbt", [dbt, *args], cwd, clean_env(env), timeout)
-
-
-def _argv(entry: str, command: Sequence[str]) -> list[str]:
-    """The sys.argv the command's own process would have."""
-    if entry == "dbt":
-        return list(command)
-    import dbt_oml
-
-    return [str(Path(dbt_oml.__file__).with_name("__main__.py")), *command[3:]]
+    return _run("dbt", args, cwd, clean_env(env), timeout)
 
 
 def copy_project(dest: Path) -> Path:

@@ -41,7 +41,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-#: What a dbt-oml build imports that costs time; the rest comes with these. Not duckdb: its
+#: What a dbt-oml build imports that costs time (and every dbt_oml module, walked); the rest
+#: comes with these. Not duckdb: its
 #: import starts a thread, and a fork of a threaded process aborts at exit ("terminate called
 #: without an active exception"). A child imports it (0.2 s), with dbt-duckdb and dbt_oml.duckdb.
 PRELOAD = (
@@ -57,7 +58,6 @@ PRELOAD = (
     "openlineage.client",
     "openlineage.client.transport.http",
     "nats",
-    "dbt_oml.cli",
 )
 _READY = "ready"
 
@@ -79,7 +79,7 @@ def _preload() -> None:
         raise RuntimeError(msg)
 
 
-def _compile_dbt_dataclasses() -> int:
+def _compile_dbt_dataclasses() -> None:
     """Give dbt's dataclasses the (de)serialisers they would compile on first use.
 
     dbt's classes compile their mashumaro methods lazily (`lazy_compilation`): each command paid
@@ -111,7 +111,6 @@ def _compile_dbt_dataclasses() -> int:
             cls.to_dict(blank)
         with contextlib.suppress(Exception):
             cls.to_msgpack(blank)
-    return len(classes)
 
 
 def _become(request: dict[str, object]) -> int:
@@ -259,18 +258,14 @@ class ForkServer:
             if status is None:  # timed out, or the test was interrupted: the child goes too
                 with contextlib.suppress(ProcessLookupError):  # it ended in between
                     os.kill(pid, signal.SIGKILL)
-                self._line(time.monotonic() + 60)
-        result = subprocess.CompletedProcess(
-            list(argv),
-            os.waitstatus_to_exitcode(int(status or 0)),
-            out.read_text(errors="replace"),
-            err.read_text(errors="replace"),
-        )
+                self._line(time.monotonic() + 60)  # its status, as the server reaped it
+        stdout, stderr = (path.read_text(errors="replace") for path in (out, err))
         out.unlink()
         err.unlink()
         if status is None:
-            raise subprocess.TimeoutExpired(list(argv), timeout, result.stdout, result.stderr)
-        return result
+            raise subprocess.TimeoutExpired(list(argv), timeout, stdout, stderr)
+        code = os.waitstatus_to_exitcode(int(status))
+        return subprocess.CompletedProcess(list(argv), code, stdout, stderr)
 
     def stop(self) -> None:
         if self._proc is not None:
