@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.forkserver import ForkServer
+from tests.parse_cache import SAVED, give_parse
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "integration_project"
@@ -40,22 +42,22 @@ RUN_STG_ORDERS = [
 #: apart: the two `servers` modules (they take one lock in turn) and the first users of the
 #: `built` build (one worker builds it, another would wait).
 SLOWEST_FIRST = (
+    "test_cluster",
+    "test_om_faults",
     "test_build",
     "test_openmetadata",
-    "test_jetstream",
     "test_plugin",
-    "test_cluster",
     "test_om_dbt_metadata",
-    "test_om_faults",
-    "test_secrets",
-    "test_plugin_profile",
+    "test_jetstream",
     "test_relay",
-    "test_explorer",
     "test_hostile",
-    "test_plugin_crash",
     "test_spec",
-    "test_column_lineage",
+    "test_plugin_profile",
+    "test_secrets",
+    "test_plugin_crash",
+    "test_explorer",
     "test_servers",
+    "test_column_lineage",
     "test_impact",
 )
 
@@ -131,6 +133,8 @@ def read_events(path: Path) -> list[dict[str, Any]]:
 
 
 _FORK_SERVER: ForkServer | None = None
+#: This worker's fork server and saved parse are made once, whichever thread asks first.
+_MAKING = threading.RLock()
 
 
 def _fork_server() -> ForkServer | None:
@@ -138,11 +142,12 @@ def _fork_server() -> ForkServer | None:
     global _FORK_SERVER  # noqa: PLW0603 - one per xdist worker, stopped at the end
     if os.environ.get("TESTS_FRESH_PROCESSES") == "1":
         return None
-    if _FORK_SERVER is None:
-        import tempfile
+    with _MAKING:
+        if _FORK_SERVER is None:
+            import tempfile
 
-        scratch = Path(tempfile.mkdtemp(prefix="dbt-oml-forkserver-"))
-        _FORK_SERVER = ForkServer(scratch, clean_env())
+            scratch = Path(tempfile.mkdtemp(prefix="dbt-oml-forkserver-"))
+            _FORK_SERVER = ForkServer(scratch, clean_env())
     return _FORK_SERVER
 
 
@@ -151,6 +156,8 @@ def _stop_fork_server() -> Iterator[None]:
     yield
     if _FORK_SERVER is not None:
         _FORK_SERVER.stop()
+    if _PRISTINE is not None:
+        shutil.rmtree(_PRISTINE.parents[2], ignore_errors=True)
 
 
 def _run(entry: str, args: Sequence[str], cwd: Path, env: dict[str, str], timeout: float) -> CliRun:
@@ -236,10 +243,36 @@ def run_plain_dbt(
     return _run("dbt", args, cwd, clean_env(env), timeout)
 
 
-def copy_project(dest: Path) -> Path:
+def copy_project(dest: Path, *, parsed: bool = True) -> Path:
+    """A fresh copy of the bundled project at `dest`: no warehouse, artifacts, logs or outbox.
+
+    `parsed`: with dbt's saved parse of an untouched copy (tests/parse_cache.py), so its first
+    command skips dbt's full parse (dbt still re-parses what a test changes, and parses afresh
+    for other vars, profile or target). `parsed=False` is the pod's first run: no target/.
+    """
     ignore = shutil.ignore_patterns("target*", "logs", "*.duckdb", "*.wal", ".user.yml")
     shutil.copytree(PROJECT, dest, ignore=ignore)
-    return dest
+    return give_parse(_pristine_parse(), dest) if parsed else dest
+
+
+_PRISTINE: Path | None = None
+
+
+def _pristine_parse() -> Path:
+    """This process's saved parse of an untouched copy of the bundled project (`dbt parse`)."""
+    global _PRISTINE  # noqa: PLW0603 - one per xdist worker, removed at the end
+    with _MAKING:
+        if _PRISTINE is None:
+            import tempfile
+
+            scratch = Path(tempfile.mkdtemp(prefix="dbt-oml-parse-"))
+            proj = copy_project(scratch / "p", parsed=False)
+            parse = run_plain_dbt(["parse", "--profiles-dir", "."], cwd=proj)
+            if parse.returncode != 0:
+                shutil.rmtree(scratch, ignore_errors=True)
+                pytest.fail(f"dbt parse of the bundled project failed: {parse.stdout[-3000:]}")
+            _PRISTINE = proj / SAVED
+    return _PRISTINE
 
 
 def copy_of_built(built: CliRun, dest: Path) -> Path:
@@ -250,19 +283,14 @@ def copy_of_built(built: CliRun, dest: Path) -> Path:
     ignore = shutil.ignore_patterns("logs", "*.wal", "lineage-cache")
     shutil.copytree(built.project, dest, ignore=ignore)
     (dest / "target" / "openlineage" / "events.jsonl").unlink()
-    return dest
+    return give_parse(dest / SAVED, dest)  # its paths moved here: nothing reads the build's copy
 
 
 def with_parse_of(project: Path, parsed_target: Path) -> Path:
-    """`project`, a fresh copy of the same files, given dbt's saved parse from `parsed_target`:
-    dbt finds nothing changed and skips its full parse (a changed file, profile, target or
-    --vars still makes it parse). A seed keeps the other copy's root_path, so dbt reads its CSV
-    from there: use it where that copy holds the same CSV."""
-    (project / "target").mkdir(exist_ok=True)
-    shutil.copyfile(
-        parsed_target / "partial_parse.msgpack", project / "target" / "partial_parse.msgpack"
-    )
-    return project
+    """`project`, a fresh copy of the same files, given dbt's saved parse from `parsed_target`
+    (moved to `project`, tests/parse_cache.py): for a project that differs from the bundled one
+    (its plugin switched on, say), whose copies copy_project's parse would not fit."""
+    return give_parse(parsed_target / SAVED.name, project)
 
 
 @pytest.fixture
@@ -282,14 +310,14 @@ def _once_per_run(
 
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER") is None:  # not under xdist: this process only
-        return run_cli(args, cwd=copy_project(base / name / "project"))
+        return run_cli(args, cwd=copy_project(base / name / "project", parsed=False))
     shared = base.parent / name  # base is <run>/popen-gwN: its parent is shared by the workers
     shared.mkdir(exist_ok=True)
     record = shared / "run.json"
     with (shared.parent / f"{name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not record.exists():
-            run = run_cli(args, cwd=copy_project(shared / "project"))
+            run = run_cli(args, cwd=copy_project(shared / "project", parsed=False))
             outcome = {"returncode": run.returncode, "stdout": run.stdout, "stderr": run.stderr}
             record.write_text(json.dumps(outcome))
     outcome = json.loads(record.read_text())

@@ -37,6 +37,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -168,7 +169,8 @@ def serve() -> int:
 
 
 class ForkServer:
-    """The tests' side: one server per process (xdist worker), started on first use."""
+    """The tests' side: one server per process (xdist worker), started on first use. It runs
+    one command at a time: a command from a second thread waits for the one running."""
 
     def __init__(self, scratch: Path, env: Mapping[str, str]) -> None:
         self._scratch = scratch
@@ -176,6 +178,7 @@ class ForkServer:
         self._proc: subprocess.Popen[bytes] | None = None
         self._buffer = b""
         self._count = 0
+        self._lock = threading.Lock()
 
     def _start(self) -> subprocess.Popen[bytes]:
         self._scratch.mkdir(parents=True, exist_ok=True)
@@ -231,6 +234,12 @@ class ForkServer:
     ) -> subprocess.CompletedProcess[str]:
         """`argv` (argv[0] included) as `entry` ("dbt-oml", "dbt", or "python" for `-c`), like
         subprocess.run with capture_output=True, text=True, timeout=timeout."""
+        with self._lock:
+            return self._run(entry, argv, cwd, env, timeout)
+
+    def _run(
+        self, entry: str, argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout: float
+    ) -> subprocess.CompletedProcess[str]:
         proc = self._proc if self._proc and self._proc.poll() is None else self._start()
         assert proc.stdin is not None
         self._count += 1

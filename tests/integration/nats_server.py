@@ -125,7 +125,9 @@ class NatsServer:
                 return True
 
             wait_for_value(
-                lambda: js_call(self.url, answers), f"{self.name}'s JetStream", timeout=timeout
+                lambda: js_call(self.url, answers, timeout=PROBE_TIMEOUT),
+                f"{self.name}'s JetStream",
+                timeout=timeout,
             )
         return self
 
@@ -195,7 +197,10 @@ class NatsCluster:
             return info.cluster.leader if info.cluster else None
 
         return str(
-            wait_for_value(lambda: js_call(self.running_urls(), leader), f"{stream}'s leader")
+            wait_for_value(
+                lambda: js_call(self.running_urls(), leader, timeout=PROBE_TIMEOUT),
+                f"{stream}'s leader",
+            )
         )
 
     def consumer_leader(self, stream: str, durable: str) -> str:
@@ -205,7 +210,8 @@ class NatsCluster:
 
         return str(
             wait_for_value(
-                lambda: js_call(self.running_urls(), leader), f"consumer {durable}'s leader"
+                lambda: js_call(self.running_urls(), leader, timeout=PROBE_TIMEOUT),
+                f"consumer {durable}'s leader",
             )
         )
 
@@ -220,7 +226,10 @@ class NatsCluster:
             everyone = len(replicas) == len(self.nodes) - 1
             return (everyone and all(r.current and not r.offline for r in replicas)) or None
 
-        wait_for_value(lambda: js_call(self.running_urls(), current), f"{stream} replicas current")
+        wait_for_value(
+            lambda: js_call(self.running_urls(), current, timeout=PROBE_TIMEOUT),
+            f"{stream} replicas current",
+        )
 
 
 def wait_for_value(probe: Callable[[], T | None], what: str, *, timeout: float = 120) -> T:
@@ -281,17 +290,23 @@ class Watched:
             self.proc.wait(timeout=30)
 
 
-async def _js_call(url: str | list[str], call: Any) -> Any:
+async def _js_call(url: str | list[str], call: Any, timeout: float) -> Any:
     import nats
 
     servers = [url] if isinstance(url, str) else url
     nc = await nats.connect(servers=servers, allow_reconnect=False, connect_timeout=2)
     try:
-        return await call(nc.jetstream(timeout=5))
+        return await call(nc.jetstream(timeout=timeout))
     finally:
         await nc.close()
 
 
-def js_call(url: str | list[str], call: Any) -> Any:
-    """Run `await call(js)` on a fresh connection to a server of `url` (set-up and checks)."""
-    return asyncio.run(_js_call(url, call))
+#: A poll's JetStream request timeout: a request made while a cluster has no leader gets no
+#: answer at all, so a poll asks again soon instead of waiting out nats-py's 5 s each time.
+PROBE_TIMEOUT = 1.0
+
+
+def js_call(url: str | list[str], call: Any, *, timeout: float = 5) -> Any:
+    """Run `await call(js)` on a fresh connection to a server of `url` (set-up and checks);
+    `timeout` per JetStream request (PROBE_TIMEOUT inside a wait_for_value poll)."""
+    return asyncio.run(_js_call(url, call, timeout))

@@ -334,7 +334,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
     """`dbt-oml seed` in a fresh copy with a DuckDB namespace from dbt-oml.yml, another from
     --namespace, and --target-path elsewhere: one run, its two subjects asserted apart below.
     Without `dbt docs generate`: the catalog is the subject of neither."""
-    proj = copy_project(tmp_path_factory.mktemp("seeded") / "project")
+    proj = copy_project(tmp_path_factory.mktemp("seeded") / "project", parsed=False)
     (proj / "dbt-oml.yml").write_text("duckdb_namespace: duckdb://pod/{alias}\n")
     args = ["seed", "--profiles-dir", ".", "--namespace", "dw=mssql://target-sql:1433"]
     return run_cli([*args, "--target-path", "elsewhere", "--no-docs-generate"], cwd=proj)

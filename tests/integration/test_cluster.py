@@ -20,7 +20,13 @@ import pytest
 
 from tests.conftest import clean_env, copy_project, run_cli
 from tests.fakes.openmetadata import FakeOpenMetadata, serve
-from tests.integration.nats_server import NatsCluster, Watched, js_call, wait_for_value
+from tests.integration.nats_server import (
+    PROBE_TIMEOUT,
+    NatsCluster,
+    Watched,
+    js_call,
+    wait_for_value,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.nats]
 nats = pytest.importorskip("nats", reason="needs dbt-oml[nats]")
@@ -61,14 +67,16 @@ def _write_config(proj: Path, servers: list[str], om_url: str) -> None:
     (proj / "dbt-oml.yml").write_text(json.dumps({"transport": transport, "relay": relay}))
 
 
-def _stream_messages(cluster: NatsCluster, subject: str | None = None) -> int:
+def _stream_messages(
+    cluster: NatsCluster, subject: str | None = None, *, timeout: float = 5
+) -> int:
     async def count(js: Any) -> int:
         info = await js.stream_info(STREAM, subjects_filter=subject)
         if subject is None:
             return int(info.state.messages)
         return int((info.state.subjects or {}).get(subject, 0))
 
-    found: int = js_call(cluster.running_urls(), count)
+    found: int = js_call(cluster.running_urls(), count, timeout=timeout)
     return found
 
 
@@ -92,7 +100,7 @@ def _consumer_settled(cluster: NatsCluster) -> bool | None:
         info = await js.consumer_info(STREAM, DURABLE)
         return info.num_pending, info.num_ack_pending
 
-    return js_call(cluster.running_urls(), state) == (0, 0) or None
+    return js_call(cluster.running_urls(), state, timeout=PROBE_TIMEOUT) == (0, 0) or None
 
 
 def _posted(om: FakeOpenMetadata) -> Counter[tuple[str, str, str]]:
@@ -153,7 +161,10 @@ def test_a_node_dies_while_publishing_another_restarts_while_two_relays_drain(
         # 1. publishing: the stream's leader dies after the first event
         build = _dbt_oml(proj, *BUILD)
         try:
-            wait_for_value(lambda: _stream_messages(cluster) >= 1 or None, "first event")
+            wait_for_value(
+                lambda: _stream_messages(cluster, timeout=PROBE_TIMEOUT) >= 1 or None,
+                "first event",
+            )
             killed = cluster.node(cluster.stream_leader(STREAM))
             before_kill = time.time()
             killed.stop()

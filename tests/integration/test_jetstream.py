@@ -27,7 +27,6 @@ from tests.conftest import (
     free_port,
     run_cli,
     run_plain_dbt,
-    with_parse_of,
 )
 from tests.fakes.openmetadata import FakeOpenMetadata, serve
 from tests.integration.nats_server import Watched
@@ -183,7 +182,7 @@ class Published(NamedTuple):
 @pytest.fixture(scope="module")
 def published(nats_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Published]:
     """One `dbt-oml build` of the bundled project into a stream of the module's, for the tests
-    that read it (the project and the stream) and the parse that dbt can reuse (`_parsed`).
+    that read it (the project and the stream).
 
     What a test publishes again of this run is stored once: the same Nats-Msg-Id, within the
     stream's duplicate window (24 h).
@@ -197,12 +196,6 @@ def published(nats_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         stored = asyncio.run(_stream_info(nats_url, stream["stream"])).state.messages
     yield Published(stream, built, stored)
     asyncio.run(_delete_stream(nats_url, stream["stream"]))
-
-
-def _parsed(published: Published, proj: Path) -> Path:
-    """`proj`, a fresh copy of the same project files, with the published build's parse: dbt
-    finds nothing changed and skips its full parse (file checksums, vars and profile match)."""
-    return with_parse_of(proj, published.run.target)
 
 
 def test_build_then_emit_of_the_same_run_is_stored_once(published: Published) -> None:
@@ -285,7 +278,7 @@ def test_build_then_relay_matches_the_direct_transport(
 def test_om_down_nothing_acked_then_everything_delivered(
     stream: dict[str, Any], published: Published, tmp_path: Path
 ) -> None:
-    proj = _parsed(published, copy_project(tmp_path / "p"))
+    proj = copy_project(tmp_path / "p")
     _relay_config(proj, stream, f"http://127.0.0.1:{free_port()}")  # OM is down
     built = run_cli(RUN_ONE, cwd=proj)
     assert built.returncode == 0, built.stderr[-3000:]
@@ -351,7 +344,7 @@ def _delivered(relay: Watched, count: int) -> None:
 def test_relay_killed_mid_batch_then_restarted(
     stream: dict[str, Any], published: Published, tmp_path: Path
 ) -> None:
-    proj = _parsed(published, copy_project(tmp_path / "p"))
+    proj = copy_project(tmp_path / "p")
     _relay_config(proj, stream, "http://unused")
     assert run_cli(RUN_ONE, cwd=proj).returncode == 0
     om = FakeOpenMetadata.with_bot()

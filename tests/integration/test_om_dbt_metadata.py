@@ -27,6 +27,7 @@ import pytest
 from dbt_oml.om.data_quality import STATUS
 from tests.conftest import CliRun, copy_project, run_cli, run_in_process
 from tests.fakes.openmetadata import FakeOpenMetadata, serve
+from tests.parse_cache import SAVED, give_parse
 
 pytestmark = pytest.mark.integration
 BUILD = ["build", "--profiles-dir", "."]
@@ -53,10 +54,9 @@ def _build(
     (dbt would discard the project's own: it parses the whole project when the vars change)."""
     kind = args[args.index("--vars") + 1] if "--vars" in args else ""
     saved = caches / f"{re.sub(r'[^a-z]+', '-', kind).strip('-') or 'no-vars'}.msgpack"
-    cache = cwd / "target" / "partial_parse.msgpack"
+    cache = cwd / SAVED
     if saved.exists():
-        cache.parent.mkdir(exist_ok=True)
-        shutil.copyfile(saved, cache)
+        give_parse(saved, cwd)
     run = run_cli(args, cwd=cwd, env=env)
     if not saved.exists() and cache.exists():
         shutil.copyfile(cache, saved)

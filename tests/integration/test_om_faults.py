@@ -9,8 +9,7 @@ The builds skip `dbt docs generate`: the matrix is about delivery, and the run r
 views' real columns from the warehouse at its end instead, so the events carry the same column
 lineage. The OM-down build is made once: its cell checks it, and each flush cell flushes a copy
 (`flush` runs no dbt: in this process). The other cells start from a fresh copy of the project
-holding only that build's parse cache (dbt's partial_parse.msgpack; the files are the same, so
-dbt does not parse them again).
+(with dbt's saved parse of the same files: copy_project).
 """
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ from tests.conftest import (
     free_port,
     run_cli,
     run_in_process,
-    with_parse_of,
 )
 from tests.fakes.openmetadata import FakeOpenMetadata, Principal, serve
 
@@ -271,18 +269,12 @@ def kept_run(tmp_path_factory: pytest.TempPathFactory) -> KeptRun:
     return KeptRun(proj, down, om, before)
 
 
-def _fresh_project(dest: Path, parsed: Path) -> Path:
-    """A fresh copy of the project (no warehouse, artifacts or outbox) with the parse cache of
-    the project `parsed`: dbt re-parses only what differs, here nothing."""
-    return with_parse_of(copy_project(dest), parsed / "target")
-
-
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_direct(fault: str, kept_run: KeptRun, tmp_path: Path) -> None:
     if fault == "om down":  # the kept run is this cell's build
         proj, om, before, run = kept_run.project, kept_run.om, kept_run.before, kept_run.run
     else:
-        proj = _fresh_project(tmp_path / "p", kept_run.project)
+        proj = copy_project(tmp_path / "p")
         token = proj / "token"
         token.write_text("bot-jwt\n")
         with _om_with(fault) as (om, url):

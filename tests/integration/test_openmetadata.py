@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,38 +28,6 @@ _DBT_READ = ("dataQuality/testCases", "dataQuality/testDefinitions", "tags", "cl
 DBT_READS = tuple(f"/api/v1/{p}/" for p in (*_DBT_READ, "users", "teams"))
 #: for runs where the catalog is not the point (the run reads its relations' columns itself)
 NO_DOCS = "--no-docs-generate"
-
-
-class Projects:
-    """This module's fresh copies of the bundled project, and dbt's parse cache they share.
-
-    A copy holds no warehouse, artifacts or outbox. Once an earlier copy has been parsed by dbt
-    (its first run), each new copy also gets that partial_parse.msgpack: dbt then re-parses
-    only what differs, nothing here, instead of the whole project (it checks the cache itself,
-    and parses everything when the vars, profile, target or files differ).
-    """
-
-    def __init__(self, cache: Path) -> None:
-        self.cache = cache
-        self.made: list[Path] = []
-
-    def fresh(self, dest: Path) -> Path:
-        if not self.cache.exists():
-            found = [p / "target" / self.cache.name for p in self.made]
-            for other in (f for f in found if f.exists()):
-                shutil.copyfile(other, self.cache)
-                break
-        proj = copy_project(dest)
-        if self.cache.exists():
-            (proj / "target").mkdir()
-            shutil.copyfile(self.cache, proj / "target" / self.cache.name)
-        self.made.append(proj)
-        return proj
-
-
-@pytest.fixture(scope="module")
-def projects(tmp_path_factory: pytest.TempPathFactory) -> Projects:
-    return Projects(tmp_path_factory.mktemp("parse-cache") / "partial_parse.msgpack")
 
 
 def _seed_source_server(om: FakeOpenMetadata) -> None:
@@ -116,10 +83,10 @@ class OmRuns:
 
 
 @pytest.fixture(scope="module")
-def om_runs(tmp_path_factory: pytest.TempPathFactory, projects: Projects) -> Iterator[OmRuns]:
+def om_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OmRuns]:
     om = FakeOpenMetadata.with_bot()
     _seed_source_server(om)
-    proj = projects.fresh(tmp_path_factory.mktemp("om") / "project")
+    proj = copy_project(tmp_path_factory.mktemp("om") / "project")
     (proj / "token").write_text("bot-jwt\n")
     with serve(om) as url:
         env = {
@@ -150,7 +117,7 @@ def om_runs(tmp_path_factory: pytest.TempPathFactory, projects: Projects) -> Ite
         # a pod that only loads files (same namespaces, so the same services in OM): the two
         # file-only models in one build, twice; what is left out of OM's copy is their inputs,
         # not the catalog
-        pod = projects.fresh(proj.parent / "files")
+        pod = copy_project(proj.parent / "files")
         outbox = pod / "target" / "dbt_oml" / "outbox"
         file_only = [
             (run_cli([*args, "-s", *FILE_ONLY, NO_DOCS], cwd=pod, env=env), _listing(outbox))
@@ -233,11 +200,9 @@ def test_a_snapshot_without_a_catalog_shrinks_no_table(om_runs: OmRuns) -> None:
     assert len(now["tables"][snapshot][0]) == len(om_runs.held["tables"][snapshot][0]) > 0
 
 
-def test_om_variables_complete_an_openlineage_configured_transport(
-    tmp_path: Path, projects: Projects
-) -> None:
+def test_om_variables_complete_an_openlineage_configured_transport(tmp_path: Path) -> None:
     om = FakeOpenMetadata.with_bot()
-    proj = projects.fresh(tmp_path / "p")
+    proj = copy_project(tmp_path / "p")
     with serve(om) as url:
         env = {
             "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata",
@@ -259,10 +224,8 @@ def test_a_transport_typo_stops_before_dbt_runs(tmp_path: Path) -> None:
     assert "Traceback" not in run.stderr
 
 
-def test_the_plugin_keeps_every_event_when_the_transport_is_misconfigured(
-    tmp_path: Path, projects: Projects
-) -> None:
-    proj = projects.fresh(tmp_path / "p")
+def test_the_plugin_keeps_every_event_when_the_transport_is_misconfigured(tmp_path: Path) -> None:
+    proj = copy_project(tmp_path / "p")
     env = {"DBT_OML_PLUGIN": "1", "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata"}
     run = run_plain_dbt(["run", "--profiles-dir", ".", "-s", "stg_orders"], cwd=proj, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -395,8 +358,8 @@ def _om_env(url: str, token_file: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def test_om_down_for_the_whole_run_then_flush(tmp_path: Path, projects: Projects) -> None:
-    proj = projects.fresh(tmp_path / "project")
+def test_om_down_for_the_whole_run_then_flush(tmp_path: Path) -> None:
+    proj = copy_project(tmp_path / "project")
     (proj / "token").write_text("bot-jwt\n")
     dead = f"http://127.0.0.1:{free_port()}"
     args = ["build", *RUN_STG_ORDERS[1:], NO_DOCS]
@@ -416,7 +379,7 @@ def test_om_down_for_the_whole_run_then_flush(tmp_path: Path, projects: Projects
     assert om.edges[(src["id"], dst["id"])]["columnsLineage"]
 
 
-def test_guard_keeps_oms_column_lineage(tmp_path: Path, projects: Projects) -> None:
+def test_guard_keeps_oms_column_lineage(tmp_path: Path) -> None:
     om = FakeOpenMetadata.with_bot()
     token = tmp_path / "token"
     token.write_text("bot-jwt\n")
@@ -426,7 +389,7 @@ def test_guard_keeps_oms_column_lineage(tmp_path: Path, projects: Projects) -> N
     # them
     args = ["stg_customers" if a == "stg_orders" else a for a in [*RUN_STG_ORDERS, NO_DOCS]]
     with serve(om) as url:
-        good = run_cli(args, cwd=projects.fresh(tmp_path / "a"), env=_om_env(url, token))
+        good = run_cli(args, cwd=copy_project(tmp_path / "a"), env=_om_env(url, token))
         assert good.returncode == 0, good.stderr[-3000:]
         src = om.entity("table", "duckdb_pod_crm.crm.sales.Customers")
         dst = om.entity("table", "duckdb_pod_warehouse.warehouse.staging.stg_customers")
@@ -435,7 +398,7 @@ def test_guard_keeps_oms_column_lineage(tmp_path: Path, projects: Projects) -> N
         # seed 000's accident: a fresh pod emitting artifacts without catalog.json (a run reads
         # the warehouse itself, an emit cannot) and a mistyped token path, so neither the
         # catalog nor OpenMetadata can tell the source's columns
-        pod = projects.fresh(tmp_path / "b")
+        pod = copy_project(tmp_path / "b")
         assert run_cli(args, cwd=pod).returncode == 0  # artifacts only (the file transport)
         assert not (pod / "target" / "catalog.json").exists()
         emit = ["emit", "--profiles-dir", ".", "--duckdb-namespace", "duckdb://pod/{alias}"]
@@ -454,9 +417,9 @@ def test_guard_keeps_oms_column_lineage(tmp_path: Path, projects: Projects) -> N
         assert "kept the column lineage OpenMetadata holds" in off.stderr
 
 
-def test_dry_run_prints_the_bootstrap_plan(tmp_path: Path, projects: Projects) -> None:
+def test_dry_run_prints_the_bootstrap_plan(tmp_path: Path) -> None:
     om = FakeOpenMetadata.with_bot()
-    proj = projects.fresh(tmp_path / "p")
+    proj = copy_project(tmp_path / "p")
     with serve(om) as url:
         (proj / "dbt-oml.yml").write_text(
             f"transport: {{type: openmetadata, url: '{url}', jwt_token: bot-jwt}}\n"

@@ -21,6 +21,7 @@ import pytest
 
 from tests.conftest import clean_env, read_events, run_plain_dbt
 from tests.integration.test_plugin import _scrub
+from tests.parse_cache import SAVED, give_parse
 
 pytestmark = pytest.mark.integration
 
@@ -69,7 +70,8 @@ def test_sigkill_halfway_keeps_every_finished_models_complete(tmp_path: Path) ->
     expected = model_completes(full.events, full_project)
     assert len(expected) == MODELS
 
-    project = generate(tmp_path / "killed" / "p", MODELS)
+    # the same files: dbt starts from the full run's parse (tests/parse_cache.py)
+    project = give_parse(full_project / SAVED, generate(tmp_path / "killed" / "p", MODELS))
     dbt = str(Path(sys.executable).with_name("dbt"))
     proc = subprocess.Popen(
         [dbt, "build", "--profiles-dir", "."],

@@ -109,7 +109,7 @@ def test_servers_schema_from_catalog(servers_run: CliRun) -> None:
 
 def test_secrets_never_reach_namespaces(servers_run: CliRun, tmp_path: Path) -> None:
     """The servers build's artifacts, emitted again with both passwords in the profile."""
-    proj = copy_project(tmp_path / "p")
+    proj = copy_project(tmp_path / "p", parsed=False)
     shutil.copytree(
         servers_run.target, proj / "target", ignore=shutil.ignore_patterns("openlineage")
     )

@@ -343,7 +343,7 @@ def _outbox_project(tmp_path: Path, target: str = "target") -> tuple[Path, list[
     from tests.unit.test_delivery import _events
 
     events = [to_dict(e) for e in _events(MINI)]
-    proj = copy_project(tmp_path / "project")
+    proj = copy_project(tmp_path / "project", parsed=False)  # files only: no dbt here
     outbox = proj / target / "dbt_oml" / "outbox"
     outbox.mkdir(parents=True)
     lines = "".join(json.dumps(e) + "\n" for e in events)
