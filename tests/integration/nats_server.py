@@ -177,10 +177,28 @@ class NatsCluster:
         try:
             for node in self.nodes:
                 node.wait_ready()
+            self._wait_placeable()
         except BaseException:
             self.stop()  # a failed start leaves no server behind (nor a Popen warning later)
             raise
         return self
+
+    def _wait_placeable(self) -> None:
+        """Until the cluster places a stream on all its servers (a probe stream made, then
+        removed). A metadata leader answers before it knows every peer: until then a stream
+        with a replica per server is refused ("no suitable peers for placement")."""
+        from nats.js.api import StreamConfig
+
+        probe = StreamConfig(name="READY", subjects=["ready.probe"], num_replicas=len(self.nodes))
+
+        async def place(js: Any) -> bool:
+            await js.add_stream(probe)
+            await js.delete_stream(probe.name)
+            return True
+
+        wait_for_value(
+            lambda: js_call(self.urls, place, timeout=PROBE_TIMEOUT), "a stream on every server"
+        )
 
     def stop(self) -> None:
         for node in self.nodes:

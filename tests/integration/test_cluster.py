@@ -281,7 +281,7 @@ def test_a_publish_retried_through_a_leader_election_is_stored_once(
 ) -> None:
     first = _transport(cluster, tmp_path)
     first.emit(_event("a"))
-    assert first.close() is True
+    assert first.close() is True, first.problems
     cluster.node(cluster.stream_leader(STREAM)).stop()  # the stream has no leader for seconds
     again = _transport(cluster, tmp_path)
     again.emit(_event("a"))  # the same event: the same Nats-Msg-Id
@@ -298,7 +298,7 @@ def test_a_stream_without_quorum_keeps_events_in_the_outbox_within_the_budget(
 ) -> None:
     ready = _transport(cluster, tmp_path)
     ready.emit(_event("a"))
-    assert ready.close() is True
+    assert ready.close() is True, ready.problems
     for node in cluster.nodes[1:]:
         node.stop()  # one server of three: no quorum, no leader
     transport = _transport(cluster, tmp_path, publish_timeout=1, retry_budget=2)
