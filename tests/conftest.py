@@ -286,13 +286,6 @@ def copy_of_built(built: CliRun, dest: Path) -> Path:
     return give_parse(dest / SAVED, dest)  # its paths moved here: nothing reads the build's copy
 
 
-def with_parse_of(project: Path, parsed_target: Path) -> Path:
-    """`project`, a fresh copy of the same files, given dbt's saved parse from `parsed_target`
-    (moved to `project`, tests/parse_cache.py): for a project that differs from the bundled one
-    (its plugin switched on, say), whose copies copy_project's parse would not fit."""
-    return give_parse(parsed_target / SAVED.name, project)
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return copy_project(tmp_path / "project")

@@ -80,7 +80,7 @@ def _preload() -> None:
         raise RuntimeError(msg)
 
 
-def _compile_dbt_dataclasses() -> None:
+def _compile_dbt_dataclasses(classes: set[type]) -> None:
     """Give dbt's dataclasses the (de)serialisers they would compile on first use.
 
     dbt's classes compile their mashumaro methods lazily (`lazy_compilation`): each command paid
@@ -90,7 +90,7 @@ def _compile_dbt_dataclasses() -> None:
     instance with no fields), which builds the method and then fails, and the failure is
     ignored. What a child runs is the code it would have generated itself.
     """
-    for cls in _dbt_dataclasses():
+    for cls in classes:
         with contextlib.suppress(Exception):
             cls.from_dict({})
         with contextlib.suppress(Exception):
@@ -105,7 +105,7 @@ def _compile_dbt_dataclasses() -> None:
             cls.to_msgpack(blank)
 
 
-def _build_dbt_file_schemas() -> None:
+def _build_dbt_file_schemas(classes: set[type]) -> None:
     """Give the classes of dbt's project and profile files the JSON schemas built on first use.
 
     Every dbt command validates dbt_project.yml, packages.yml, selectors.yml and the profile
@@ -114,7 +114,7 @@ def _build_dbt_file_schemas() -> None:
     one-model run in a child, 1.83 -> 1.59 s. Built here once: the same schemas from the same
     classes.
     """
-    for cls in _dbt_dataclasses():
+    for cls in classes:
         if cls.__module__ in ("dbt.contracts.project", "dbt.contracts.selection"):
             with contextlib.suppress(Exception):
                 cls.json_schema()
@@ -170,8 +170,9 @@ def _become(request: dict[str, object]) -> int:
 def serve() -> int:
     sys.path[0] = os.getcwd()  # not tests/: nothing of the tests' can be imported from here
     _preload()
-    _compile_dbt_dataclasses()
-    _build_dbt_file_schemas()
+    classes = _dbt_dataclasses()
+    _compile_dbt_dataclasses(classes)
+    _build_dbt_file_schemas(classes)
     # what the server holds is never garbage: a child's collections (and its exit's) skip it,
     # and do not touch, so do not copy, the server's pages (1.1 s -> 0.15 s for an empty child)
     gc.freeze()

@@ -22,7 +22,6 @@ from tests.conftest import (
     free_port,
     run_cli,
     run_plain_dbt,
-    with_parse_of,
 )
 
 pytestmark = pytest.mark.integration
@@ -55,14 +54,6 @@ def comparable(run: CliRun) -> dict[tuple[str, str], list[str]]:
 def plugin_built(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
     proj = copy_project(tmp_path_factory.mktemp("plugin") / "project")
     return run_plain_dbt(["build", "--profiles-dir", "."], cwd=proj, env={"DBT_OML_PLUGIN": "1"})
-
-
-@pytest.fixture
-def parsed(project: Path, plugin_built: CliRun) -> Path:
-    """A fresh copy of the project with dbt's parse of the same files (plugin_built's): dbt finds
-    nothing changed and skips its full parse. Nothing of dbt-oml's is in it (the plugin adds no
-    nodes); a changed dbt_project.yml, profile or --vars means a full parse again."""
-    return with_parse_of(project, plugin_built.target)
 
 
 def test_plain_dbt_build_emits_what_the_wrapper_emits(built: CliRun, plugin_built: CliRun) -> None:
@@ -154,16 +145,16 @@ def test_plugin_switched_on_in_dbt_project_yml(project: Path) -> None:
     assert off.events == []
 
 
-def test_plugin_off_emits_nothing(parsed: Path) -> None:
-    run = run_plain_dbt(["run", "--profiles-dir", ".", "-s", "stg_orders"], cwd=parsed)
+def test_plugin_off_emits_nothing(project: Path) -> None:
+    run = run_plain_dbt(["run", "--profiles-dir", ".", "-s", "stg_orders"], cwd=project)
     assert run.returncode == 0
     assert run.events == []
     assert not (run.target / "dbt_oml").exists()
     assert "dbt-oml" not in run.stderr + run.stdout
 
 
-def test_plugin_stays_inert_under_the_wrapper(parsed: Path) -> None:
-    run = run_cli(RUN_STG_ORDERS, cwd=parsed, env={"DBT_OML_PLUGIN": "1"})
+def test_plugin_stays_inert_under_the_wrapper(project: Path) -> None:
+    run = run_cli(RUN_STG_ORDERS, cwd=project, env={"DBT_OML_PLUGIN": "1"})
     assert run.returncode == 0
     counts = Counter((e["eventType"], e["job"]["name"], e["run"]["runId"]) for e in run.events)
     assert len(run.events) == 4  # the parent run and stg_orders' run, each once
@@ -171,10 +162,10 @@ def test_plugin_stays_inert_under_the_wrapper(parsed: Path) -> None:
     assert "dbt-oml plugin" not in run.stderr
 
 
-def test_plugin_with_bad_config_leaves_dbt_alone(parsed: Path) -> None:
+def test_plugin_with_bad_config_leaves_dbt_alone(project: Path) -> None:
     run = run_plain_dbt(
         ["run", "--profiles-dir", ".", "-s", "stg_orders"],
-        cwd=parsed,
+        cwd=project,
         env={"DBT_OML_PLUGIN": "1", "DBT_OML_JOB_NAMING": "by-magic"},
     )
     assert run.returncode == 0

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CliRun, copy_project, run_plain_dbt, with_parse_of
+from tests.conftest import CliRun, copy_project, run_plain_dbt
+from tests.parse_cache import SAVED, give_parse
 
 pytestmark = pytest.mark.integration
 
@@ -44,9 +45,10 @@ def profiled_build(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
 
 @pytest.fixture
 def profiled(project: Path, profiled_build: CliRun) -> Path:
-    """A fresh copy with the entry, and dbt's parse of the same files and profile (the build's):
-    dbt skips its full parse unless the test changes the profile or passes --vars."""
-    return _with_entry(with_parse_of(project, profiled_build.target))
+    """A fresh copy with the entry, and dbt's parse of the same files and profile (the build's;
+    the bundled profile's parse would not fit): dbt skips its full parse unless the test
+    changes the profile or passes --vars."""
+    return _with_entry(give_parse(profiled_build.project / SAVED, project))
 
 
 def _events(project: Path) -> list[dict[str, Any]]:
