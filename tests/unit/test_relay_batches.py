@@ -1,7 +1,8 @@
 """The relay's batch logic without a server: an in-process JetStream, messages and a stub OM.
 
 `Relay._batch` is the seam (the NATS session around it needs a server; see
-tests/integration/test_relay.py). Each message gets exactly one of ack, nak or dead letter.
+tests/integration/test_relay_delivery.py). Each message gets exactly one of ack, nak or dead
+letter.
 """
 
 from __future__ import annotations
