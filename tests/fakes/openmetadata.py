@@ -64,7 +64,6 @@ from tests.fakes.om_auth import (
 from tests.fakes.om_entities import (
     BY_ENTITY,
     KINDS,
-    Kind,
 )
 from tests.fakes.om_http import REASONS, Call, compact, serve
 from tests.fakes.om_rules import (
@@ -383,18 +382,8 @@ class FakeOpenMetadata:
         assert self._schemas is not None
         return self._schemas
 
-    def store(
-        self,
-        kind: Kind,
-        method: str,
-        body: dict[str, Any],
-        principal: Principal,
-        *,
-        fqn: str,
-        rights: Callable[[bool], None],
-    ) -> Answer:
-        """POST or PUT of a checked entity (om_store.store)."""
-        return om_store.store(self, kind, method, body, principal, fqn=fqn, rights=rights)
+    #: POST or PUT of a checked entity, for om_catalog and om_quality (om_store.store)
+    store = om_store.store
 
     def create_entity(
         self, kind: str, body: dict[str, Any], principal: Principal, *, fqn: str
