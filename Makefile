@@ -14,6 +14,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --config-settings editable_mode=compat -e '.[dev]'
 	touch $(STAMP)
 
+# OM's request schemas for the OM stand-in, from the pinned openmetadata-ingestion releases
+# (PyPI, no dependencies; tests/fakes/om_models.py)
+OM_MODELS := $(VENV)/om-models/.installed
+$(OM_MODELS): $(STAMP) tests/fakes/om_models.py
+	$(BIN)/python -m tests.fakes.om_models
+	touch $(OM_MODELS)
+
 # Build the bundled project with events (embedded default: DuckDB files, events to a file).
 demo: $(STAMP)
 	cd integration_project && ../$(BIN)/dbt-oml build --profiles-dir .
@@ -28,14 +35,14 @@ demo: $(STAMP)
 # shared PostgreSQL/MariaDB schemas (marker `servers`) take a lock (tests/conftest.py), so they run
 # in turn while the other workers go on.
 PYTEST_WORKERS ?= auto
-test: $(STAMP)
+test: $(STAMP) $(OM_MODELS)
 	$(BIN)/ruff check dbt_oml tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The fast loop: no dbt, no servers, no nats-server.
-test-unit: $(STAMP)
+test-unit: $(STAMP) $(OM_MODELS)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not integration and not nats"
 
 lint: $(STAMP)

@@ -18,6 +18,7 @@ from dbt_oml.artifacts.manifest import read_manifest
 from dbt_oml.artifacts.reading import SUPPORTED
 from dbt_oml.artifacts.run_results import KNOWN_STATUSES, read_run_results
 from dbt_oml.artifacts.views import (
+    DOCS_GENERATE_DIR,
     KEPT_MANIFEST,
     KEPT_RUN_RESULTS,
     Catalog,
@@ -38,6 +39,7 @@ from dbt_oml.artifacts.views import (
 )
 
 __all__ = [
+    "DOCS_GENERATE_DIR",
     "KEPT_MANIFEST",
     "KEPT_RUN_RESULTS",
     "KNOWN_STATUSES",

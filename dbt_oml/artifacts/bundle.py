@@ -15,7 +15,7 @@ def read_artifacts(target: Path, *, run_results: Path | None = None) -> RunArtif
 
     run_results.json is optional (a parse error leaves none); catalog.json is optional. A
     run_results.json written by `dbt docs generate` is replaced by the build's copy
-    (run_results.build.json) when one exists.
+    (target/dbt_oml/build/, left there when `dbt-oml build` was killed before putting it back).
     """
     results_path = run_results or target / "run_results.json"
     results = read_run_results(results_path) if results_path.exists() else None

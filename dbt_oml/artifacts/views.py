@@ -10,9 +10,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Final
 
-#: Where `dbt-oml build` keeps the build's artifacts before `dbt docs generate` overwrites them.
-KEPT_RUN_RESULTS = "run_results.build.json"
-KEPT_MANIFEST = "manifest.build.json"
+#: Where `dbt-oml build` keeps the build's artifacts while `dbt docs generate` runs (relative to
+#: the target directory); they are put back afterwards, so target/ ends as the build left it.
+KEPT_RUN_RESULTS = "dbt_oml/build/run_results.json"
+KEPT_MANIFEST = "dbt_oml/build/manifest.json"
+#: Where `dbt docs generate`'s own run_results.json and manifest.json are kept aside.
+DOCS_GENERATE_DIR = "dbt_oml/docs_generate"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,13 +1,18 @@
-"""The build's artifacts after dbt: kept aside before `dbt docs generate`, read back with this
-run's catalog, and the columns a transport's catalog (OpenMetadata) holds for the rest."""
+"""The build's artifacts after dbt: kept aside while `dbt docs generate` runs and put back after
+it (target/ ends as the build left it: `dbt retry`, `result:` selectors and artifact uploads see
+the build), read with this run's catalog; and the columns a transport's catalog (OpenMetadata)
+holds for the rest."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import replace
+from pathlib import Path
 
 from dbt_oml.artifacts import (
+    DOCS_GENERATE_DIR,
     KEPT_MANIFEST,
     KEPT_RUN_RESULTS,
     Catalog,
@@ -25,25 +30,53 @@ from dbt_oml.pipeline.run_state import Report
 #: Commands that change relations, after which `dbt docs generate` is worth its time.
 CATALOG_COMMANDS = frozenset({"build", "run", "seed", "snapshot", "retry"})
 
+#: The artifacts `dbt docs generate` writes over the build's.
+_OVERWRITTEN = (("run_results.json", KEPT_RUN_RESULTS), ("manifest.json", KEPT_MANIFEST))
+
+
+def _invocation_of(results: Path) -> object:
+    try:
+        return json.loads(results.read_text(encoding="utf-8")).get("metadata", {})["invocation_id"]
+    except (OSError, ValueError, AttributeError, KeyError, TypeError, RecursionError):
+        return None
+
 
 def keep_build_artifacts(ctx: DbtContext) -> bool:
-    """Copy the build's run_results/manifest aside before docs generate overwrites them.
+    """Copy the build's run_results/manifest aside (target/dbt_oml/build/) before docs generate
+    overwrites them; `put_back_build_artifacts` returns them.
 
     Returns False when run_results.json was not written by this invocation (a parse error).
     """
     target = ctx.target_path
-    results = target / "run_results.json"
-    try:
-        doc = json.loads(results.read_text(encoding="utf-8"))
-        invocation = doc.get("metadata", {}).get("invocation_id")
-    except (OSError, ValueError, AttributeError):
+    if _invocation_of(target / "run_results.json") != ctx.invocation_id:
         return False
-    if invocation != ctx.invocation_id:
-        return False
-    shutil.copyfile(results, target / KEPT_RUN_RESULTS)
-    if (target / "manifest.json").exists():
-        shutil.copyfile(target / "manifest.json", target / KEPT_MANIFEST)
+    (target / KEPT_RUN_RESULTS).parent.mkdir(parents=True, exist_ok=True)
+    for name, kept in _OVERWRITTEN:
+        if (target / name).exists():
+            shutil.copyfile(target / name, target / kept)
     return True
+
+
+def put_back_build_artifacts(ctx: DbtContext) -> None:
+    """After `dbt docs generate`: its run_results.json and manifest.json go to
+    target/dbt_oml/docs_generate/, the build's come back to target/ (each an atomic rename).
+
+    A killed process in between leaves the build's copies in target/dbt_oml/build/, which
+    `read_artifacts` prefers to a docs generate's run_results.json.
+    """
+    target = ctx.target_path
+    if _invocation_of(target / "run_results.json") == ctx.invocation_id:
+        for _, kept in _OVERWRITTEN:  # docs generate wrote nothing over them (a parse error)
+            (target / kept).unlink(missing_ok=True)
+        return
+    docs = target / DOCS_GENERATE_DIR
+    docs.mkdir(parents=True, exist_ok=True)
+    for name, kept in _OVERWRITTEN:
+        if not (target / kept).exists():
+            continue
+        if (target / name).exists():
+            os.replace(target / name, docs / name)
+        os.replace(target / kept, target / name)
 
 
 def catalog_lookup(emitter: object, builder: EventBuilder) -> ColumnLookup | None:
@@ -73,7 +106,10 @@ def artifacts_with_catalog(
     not this run's: the declared columns are used instead. An unreadable one is a warning.
     """
     if settings.docs_generate and ctx.command in CATALOG_COMMANDS:
-        docs = run_dbt(docs_generate_args(ctx))
+        try:
+            docs = run_dbt(docs_generate_args(ctx))
+        finally:
+            put_back_build_artifacts(ctx)
         if docs.return_code != 0:
             report.problems.append(
                 f"dbt docs generate failed ({docs.error}); schema facets use the declared columns"

@@ -112,8 +112,12 @@ def column_lineage_for(
     progress: Progress | None = None,
     extra: ColumnLookup | None = None,
     known: Mapping[str, ModelLineage] | None = None,
+    guard: bool = True,
 ) -> dict[str, ModelLineage]:
     """Column lineage of the models that completed, recording the opaque ones in the report.
+
+    `guard`: the events may reach OpenMetadata, so a run where none of the models has column
+    lineage is refused (`report.refused`); off for a file or the console, which replace nothing.
 
     `known`: models already analysed in this run (plugin mode, as each node finished); they and
     the ones already reported opaque are not analysed again. A NodeLineage brings the cache its
@@ -138,7 +142,7 @@ def column_lineage_for(
     if not todo:
         if shared is not None:
             prune_cache(shared, artifacts, wanted)
-        return _checked(settings, report, wanted, done)
+        return _checked(settings, report, wanted, done, guard=guard)
     cache = shared or lineage_cache(place.target_path)
     result = analyse_models(
         artifacts,
@@ -155,15 +159,20 @@ def column_lineage_for(
         prune_cache(cache, artifacts, wanted)
     models = {**done, **{uid: lin for uid, lin in result.models.items() if uid in todo}}
     report.opaque.update({uid: why for uid, why in result.opaque.items() if uid in todo})
-    return _checked(settings, report, wanted, models)
+    return _checked(settings, report, wanted, models, guard=guard)
 
 
 def _checked(
-    settings: Settings, report: Report, wanted: set[str], models: dict[str, ModelLineage]
+    settings: Settings,
+    report: Report,
+    wanted: set[str],
+    models: dict[str, ModelLineage],
+    *,
+    guard: bool,
 ) -> dict[str, ModelLineage]:
     """Record the count; the run-level guard when none of the models has column lineage."""
     report.lineage_models = len(models)
-    if not models and not settings.allow_empty_column_lineage:
+    if guard and not models and not settings.allow_empty_column_lineage:
         report.refused = (
             f"none of the {len(wanted)} models that ran has column lineage; sending would make "
             "OpenMetadata replace the column lineage it holds with none. Fix the cause above "

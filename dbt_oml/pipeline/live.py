@@ -46,13 +46,13 @@ from dbt_oml.pipeline.run_state import (
     Report,
     add_bootstrap_plan,
     check_transport,
-    copies_column_lineage,
     event_settings,
     invocation_of,
     make_emitter,
     namespaces_for,
     outbox_path,
     quiet_gc,
+    reaches_openmetadata,
     write_node_starts,
 )
 
@@ -94,7 +94,7 @@ class LiveEmitter:
                 self.settings,
                 self.cwd,
                 context.project_root,
-                copy_column_lineage=copies_column_lineage(emitter),
+                copy_column_lineage=reaches_openmetadata(emitter),
             ),
             manifest=Manifest(
                 path="",
@@ -307,6 +307,7 @@ def _terminal_events(
         progress=progress,
         extra=catalog_lookup(delivery.emitter, builder),
         known=live.node_lineage,
+        guard=reaches_openmetadata(delivery.emitter),
     )
     events = iter_events(
         artifacts,

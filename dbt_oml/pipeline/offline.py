@@ -30,12 +30,12 @@ from dbt_oml.pipeline.run_state import (
     STATE_DIR,
     Report,
     add_bootstrap_plan,
-    copies_column_lineage,
     event_settings,
     make_emitter,
     namespaces_for,
     outbox_path,
     quiet_gc,
+    reaches_openmetadata,
     read_node_starts,
 )
 
@@ -82,6 +82,7 @@ def _emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
     invocation = _invocation(project, artifacts)
     results = _run_results(project, artifacts)
     failed = [r for r in results.results if r.status in {"error", "fail"}]
+    emitter, report.destination = make_emitter(settings, project.target_path)
     lineage = column_lineage_for(
         settings,
         artifacts,
@@ -92,14 +93,14 @@ def _emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
             default_catalog=project.catalogs[0].alias if project.catalogs else None,
         ),
         report=report,
+        guard=reaches_openmetadata(emitter),
     )
-    emitter, report.destination = make_emitter(settings, project.target_path)
     events = iter_events(
         artifacts,
         invocation=invocation,
         namespaces=namespaces_for(settings, project.catalogs, cwd, report),
         settings=event_settings(
-            settings, cwd, project.project_dir, copy_column_lineage=copies_column_lineage(emitter)
+            settings, cwd, project.project_dir, copy_column_lineage=reaches_openmetadata(emitter)
         ),
         node_starts=read_node_starts(project.target_path, invocation.invocation_id),
         ended_at=results.generated_at,

@@ -169,13 +169,15 @@ def namespaces_for(
     return resolution.namespaces
 
 
-#: Transports whose events never reach OpenMetadata as sent: no second copy of column lineage.
+#: Transports whose events never reach OpenMetadata as sent.
 _NOT_OPENMETADATA = frozenset({"file", "console"})
 
 
-def copies_column_lineage(emitter: Emitter | None) -> bool:
-    """Whether events for this emitter carry columnLineage in `outputFacets` too (OpenMetadata
-    1.12 reads it only there): yes, unless its transport only writes files or the console."""
+def reaches_openmetadata(emitter: Emitter | None) -> bool:
+    """Whether this emitter's events may reach OpenMetadata: yes, unless its transport only
+    writes files or the console. Then events carry columnLineage in `outputFacets` too (OM 1.12
+    reads it only there), and the run-level column-lineage guard applies (OM would replace the
+    column lineage it holds with none); for a file or the console neither does."""
     kind = getattr(getattr(emitter, "transport", None), "kind", None)
     return kind not in _NOT_OPENMETADATA
 

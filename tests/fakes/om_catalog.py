@@ -245,7 +245,7 @@ def _add_labels(held: list[dict[str, Any]] | None, new: Any) -> list[dict[str, A
 def data_model(fake: FakeOpenMetadata, call: Call, principal: Principal, table_id: str) -> Answer:
     """D5: PUT /tables/{id}/dataModel (ref §9.3)."""
     body = call.json()
-    fake.check_body("derived-from-openapi-1.13/entity/data/table.dataModel.json", body)
+    fake.check_body("entity/data/table.json#DataModel", body)
     table = _table_by_id(fake, table_id)
     fqn = table["fullyQualifiedName"]
     try:

@@ -5,9 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-#: The derived bundles (ref §9 bodies); the verbatim files next to them do not resolve alone.
-DERIVED = "derived-from-openapi-1.13/api/"
-
 
 @dataclass(frozen=True)
 class Kind:
@@ -51,12 +48,12 @@ KINDS: dict[str, Kind] = {
         Kind(
             "classification",
             "classifications",
-            DERIVED + "classification/createClassification.json",
+            "api/classification/createClassification.json",
         ),
         Kind(
             "tag",
             "tags",
-            DERIVED + "classification/createTag.json",
+            "api/classification/createTag.json",
             "classification",
             "classification",
         ),
@@ -66,10 +63,10 @@ KINDS: dict[str, Kind] = {
         Kind(
             "testDefinition",
             "dataQuality/testDefinitions",
-            DERIVED + "tests/createTestDefinition.json",
+            "api/tests/createTestDefinition.json",
         ),
-        Kind("testSuite", "dataQuality/testSuites", DERIVED + "tests/createTestSuite.json"),
-        Kind("testCase", "dataQuality/testCases", DERIVED + "tests/createTestCase.json"),
+        Kind("testSuite", "dataQuality/testSuites", "api/tests/createTestSuite.json"),
+        Kind("testCase", "dataQuality/testCases", "api/tests/createTestCase.json"),
     )
 }
 BY_ENTITY = {k.entity: k for k in KINDS.values()}

@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from tests.fakes.om_auth import OMError, Principal, authorize, authorize_any
 from tests.fakes.om_catalog import check_labels
-from tests.fakes.om_entities import BY_ENTITY, DERIVED, table_ref
+from tests.fakes.om_entities import BY_ENTITY, table_ref
 from tests.fakes.om_rules import quote
 
 if TYPE_CHECKING:
     from tests.fakes.om_http import Call
     from tests.fakes.openmetadata import Answer, FakeOpenMetadata
 
-RESULT_SCHEMA = DERIVED + "tests/createTestCaseResult.json"
+RESULT_SCHEMA = "api/tests/createTestCaseResult.json"
 _CASE_FIELDS = "owners testSuite testSuites testDefinition testCaseResult incidentId tags followers"
 CASE_FIELDS = frozenset(_CASE_FIELDS.split())
 OPTIONAL_CASE = ("testSuite", "testSuites", "testDefinition", "testCaseResult", "testCaseStatus")

@@ -9,25 +9,22 @@ shapes, in this order:
 3. bean-validation failures, all of them → `{"code":400,"message":"[query param eventTime must not
    be null, query param events size must be between 1 and 2147483647]"}`.
 
-The rules come from OM's JSON schemas in ../shared/om-schemas, read the way the server reads
-them: unknown properties are ignored (`additionalProperties: false` is not enforced), `allOf` is
-ignored (jsonschema2pojo does not generate it), JSON `null` is the same as absent, and scalars
-bind to string fields (Jackson coerces them). Without the schemas folder only the hand-written
-checks run (a warning says so).
+The rules come from OM's JSON schemas, as the models OM generates from them give them back
+(om_models: PyPI's openmetadata-ingestion, pinned), read the way the server reads them: unknown
+properties are ignored (`additionalProperties: false` is not enforced), `allOf` is ignored
+(jsonschema2pojo does not generate it), JSON `null` is the same as absent, and scalars bind to
+string fields (Jackson coerces them).
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import re
-import warnings
-from pathlib import Path
 from typing import Any
 
 from tests.fakes.om_auth import OMError
+from tests.fakes.om_models import json_schema
 
-SCHEMAS = Path(__file__).resolve().parents[3] / "shared" / "om-schemas"
 OPENLINEAGE = "api/lineage/openlineage"
 INT_MAX = 2147483647
 _TYPES = """NUMBER TINYINT SMALLINT INT BIGINT BYTEINT BYTES FLOAT DOUBLE DECIMAL NUMERIC TIMESTAMP
@@ -90,41 +87,24 @@ def is_java_uri(value: Any) -> bool:
 
 
 class Schemas:
-    """Validators for OM's request schemas, loaded lazily; None (with a warning) when absent."""
+    """Validators for OM's request schemas (om_models), built once each."""
 
-    def __init__(self, root: Path, version: str) -> None:
-        self.root, self.version = root, version
+    def __init__(self, version: str) -> None:
+        self.version = version
         self._validators: dict[str, Any] = {}
 
     def validator(self, relative: str) -> Any:
         if relative in self._validators:
             return self._validators[relative]
-        path = self.root / relative
-        if not path.exists():
-            path = self.root / "derived-from-openapi-1.13" / relative
-        if not path.exists():
-            warnings.warn(
-                f"OM schema {relative} not found under {self.root}; not validating it",
-                stacklevel=3,
-            )
-            self._validators[relative] = None
-            return None
         import jsonschema
-        from referencing import Registry, Resource
 
-        resources = []
-        for file in (self.root / OPENLINEAGE).glob("*.json"):
-            doc = json.loads(file.read_text())
-            resources.append((doc["$id"], Resource.from_contents(doc)))
-        schema = json.loads(path.read_text())
+        schema = json_schema(relative, self.version)
         checker = jsonschema.FormatChecker(formats=())
         checker.checks("uuid")(lambda v: not isinstance(v, str) or is_uuid(v))
         checker.checks("uri")(lambda v: not isinstance(v, str) or is_java_uri(v))
         checker.checks("date-time")(lambda v: parses_as_date(v, self.version))
         cls = jsonschema.validators.validator_for(schema)
-        self._validators[relative] = cls(
-            schema, registry=Registry().with_resources(resources), format_checker=checker
-        )
+        self._validators[relative] = cls(schema, format_checker=checker)
         return self._validators[relative]
 
     def check(self, relative: str | None, body: Any) -> None:
@@ -132,8 +112,6 @@ class Schemas:
         if relative is None:
             return
         validator = self.validator(relative)
-        if validator is None:
-            return
         bad_format: list[str] = []
         violations: dict[tuple[str, str], str] = {}  # (where, text) -> rule; one per property
         for error in validator.iter_errors(_without_nulls(body)):
@@ -217,19 +195,7 @@ def check_openlineage(schemas: Schemas, body: Any, *, batch: bool) -> list[dict[
     if not isinstance(body, dict):
         raise OMError(400, "Invalid request format", rule="format", detail="not an object")
     events = body.get("events") if batch else [body]
-    if schemas.validator(relative) is not None:
-        schemas.check(relative, body)
-    else:  # no schemas: the checks that do not need them
-        if batch and not isinstance(events, list):
-            raise OMError(400, "[query param events must not be null]", rule="required")
-        if batch and not events:
-            raise OMError(
-                400, f"[query param events size must be between 1 and {INT_MAX}]", rule="size"
-            )
-        for event in events or []:
-            time, run = event.get("eventTime"), event.get("run") or {}
-            if not parses_as_date(time, schemas.version) or not is_uuid(run.get("runId")):
-                raise OMError(400, "Invalid request format", rule="format", detail="no schemas")
+    schemas.check(relative, body)
     return list(events or [])
 
 

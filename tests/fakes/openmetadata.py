@@ -12,8 +12,8 @@ What it enforces:
   (new) or EditAll (existing), the OpenLineage endpoints EditLineage, settings are admin-only
   except `lineageSettings` (ref §2.9). `WWW-Authenticate: om-auth` on 401/403/404/409.
 - Bodies (ref §1.3, om_rules.py): malformed JSON, binding errors and bean validation answer OM's
-  three 400 shapes, using OM's schemas in ../shared/om-schemas (skipped with a warning when that
-  folder is absent); unknown properties are accepted; `eventTime` is parsed per version (ref
+  three 400 shapes, using OM's schemas as OM's generated models give them (om_models, from the
+  pinned openmetadata-ingestion: a clone alone has them); unknown properties are accepted; `eventTime` is parsed per version (ref
   §1.4); table columns follow ref §3.4. Order on the OpenLineage endpoints: 401, 400, 403, 503.
 - OpenLineage (ref §1.5, §2, om_lineage.py): single and batch answers, failedEvents and the
   status rule; per-version resolution, mapping, column lineage and pipelines; one edge per pair,
@@ -49,7 +49,6 @@ import json
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
@@ -66,12 +65,9 @@ from tests.fakes.om_entities import (
     KINDS,
 )
 from tests.fakes.om_http import REASONS, Call, compact, serve
-from tests.fakes.om_rules import (
-    SCHEMAS,
-    Schemas,
-)
+from tests.fakes.om_rules import Schemas
 
-__all__ = ["SCHEMAS", "FakeOpenMetadata", "OMError", "Principal", "Request", "serve"]
+__all__ = ["FakeOpenMetadata", "OMError", "Principal", "Request", "serve"]
 
 
 #: An answer: status, JSON body (None: no body), extra headers.
@@ -127,7 +123,6 @@ class FakeOpenMetadata:
     test_case_results: list[dict[str, Any]] = field(default_factory=list)
     faults: list[tuple[int, str]] = field(default_factory=list)
     validate_schemas: bool = True
-    schemas_dir: Path = SCHEMAS
     holds: list[tuple[str, threading.Event, threading.Event]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _schemas: Schemas | None = None
@@ -139,7 +134,7 @@ class FakeOpenMetadata:
     def __post_init__(self) -> None:
         if self.version not in ("2.0", "1.12"):
             raise ValueError(f"version must be '2.0' or '1.12', not {self.version!r}")
-        self._schemas = Schemas(self.schemas_dir, self.version)
+        self._schemas = Schemas(self.version)
         om_catalog.seed_defaults(self)
 
     # -- scripting --------------------------------------------------------------------------

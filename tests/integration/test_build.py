@@ -34,7 +34,7 @@ def selected(events: list[dict[str, Any]]) -> bool:
 
 
 def _results(run: CliRun) -> dict[str, str]:
-    doc = json.loads((run.target / "run_results.build.json").read_text())
+    doc = json.loads((run.target / "run_results.json").read_text())
     return {r["unique_id"]: r["status"] for r in doc["results"]}
 
 
@@ -172,12 +172,19 @@ def test_data_quality_assertions_from_tests(built: CliRun) -> None:
     assert by_name["source_not_null_crm_customers_CustomerId"]["column"] == "CustomerId"
 
 
-def test_build_artifacts_are_kept_before_docs_generate(built: CliRun) -> None:
-    kept = json.loads((built.target / "run_results.build.json").read_text())
-    assert kept["args"]["which"] == "build"
-    assert (
-        json.loads((built.target / "run_results.json").read_text())["args"]["which"] == "generate"
-    )
+def test_target_ends_as_the_build_left_it(built: CliRun) -> None:
+    """docs generate's run_results/manifest are kept aside; target/ holds the build's, as dbt
+    alone would have left them (dbt retry, result: selectors and artifact uploads read them)."""
+    results = json.loads((built.target / "run_results.json").read_text())
+    assert results["args"]["which"] == "build"
+    invocation = results["metadata"]["invocation_id"]
+    manifest = json.loads((built.target / "manifest.json").read_text())
+    assert manifest["metadata"]["invocation_id"] == invocation
+    docs = built.target / "dbt_oml" / "docs_generate"
+    assert json.loads((docs / "run_results.json").read_text())["args"]["which"] == "generate"
+    assert (docs / "manifest.json").exists()
+    assert not (built.target / "dbt_oml" / "build" / "run_results.json").exists()
+    assert not list(built.target.glob("*.build.json"))
     assert (built.target / "catalog.json").exists()
 
 
@@ -223,7 +230,7 @@ def test_dbt_usage_error_passes_through(project: Path) -> None:
 
 
 def test_a_run_per_test_at_its_real_times(built: CliRun) -> None:
-    doc = json.loads((built.target / "run_results.build.json").read_text())
+    doc = json.loads((built.target / "run_results.json").read_text())
     tests = [r for r in doc["results"] if r["unique_id"].startswith("test.")]
     assert len(tests) == 19
     for result in tests:
@@ -240,7 +247,7 @@ def test_a_run_per_test_at_its_real_times(built: CliRun) -> None:
 
 def test_job_names_are_dbt_ols_for_every_run(built: CliRun) -> None:
     """dbt-ol's default names (ref/dbt-ol.md section 7) computed from the manifest, per run kind."""
-    nodes = json.loads((built.target / "manifest.build.json").read_text())["nodes"]
+    nodes = json.loads((built.target / "manifest.json").read_text())["nodes"]
     suffix = {"model": "build.run", "snapshot": "build.snapshot", "seed": "build.seed"}
     expected = {PARENT}
     for uid, kind in ((u, u.split(".")[0]) for u in _results(built)):
@@ -382,7 +389,7 @@ def test_target_path_flag_is_honoured(seeded: CliRun) -> None:
     elsewhere = seeded.project / "elsewhere"
     events = read_events(elsewhere / "openlineage" / "events.jsonl")
     assert [e["eventType"] for e in events] == ["START", "START", "COMPLETE", "COMPLETE"]
-    assert (elsewhere / "run_results.build.json").exists()
+    assert (elsewhere / "dbt_oml" / "docs_generate" / "run_results.json").exists()
     assert (elsewhere / "dbt_oml" / "node_starts.json").exists()
     # nothing under target/: not the events, nor the kept artifacts, nor dbt-oml's state
     assert not (seeded.project / "target").exists()

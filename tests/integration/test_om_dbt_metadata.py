@@ -108,12 +108,12 @@ def runs(
 
 
 def _manifest(project: Path) -> dict[str, Any]:
-    return json.loads((project / "target" / "manifest.build.json").read_text())
+    return json.loads((project / "target" / "manifest.json").read_text())
 
 
 def _run_results(project: Path) -> dict[str, dict[str, Any]]:
     """The last build's results (the failing build's), by unique id."""
-    doc = json.loads((project / "target" / "run_results.build.json").read_text())
+    doc = json.loads((project / "target" / "run_results.json").read_text())
     return {r["unique_id"]: r for r in doc["results"]}
 
 
@@ -211,9 +211,7 @@ def test_every_dbt_test_is_a_test_case_with_one_result_per_run(runs: Runs) -> No
     om = runs.om
     results = [
         n
-        for n in json.loads((runs.project / "target" / "run_results.build.json").read_text())[
-            "results"
-        ]
+        for n in json.loads((runs.project / "target" / "run_results.json").read_text())["results"]
         if n["unique_id"].startswith("test.")
     ]
     assert len(results) == 22  # the failing build's: the 19 tests and the 3 failing-only ones

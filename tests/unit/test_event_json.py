@@ -20,7 +20,7 @@ from dbt_oml.events import serialize as event_json
 from dbt_oml.events.builder import build_events
 from dbt_oml.events.invocation import EventSettings, Invocation
 from dbt_oml.lineage.batch import analyse_models
-from dbt_oml.pipeline.run_state import copies_column_lineage
+from dbt_oml.pipeline.run_state import reaches_openmetadata
 from dbt_oml.transports import build_transport_factory
 from dbt_oml.transports.file import FileTransport
 from tests.unit.test_events import NS, STARTED
@@ -113,17 +113,17 @@ def test_the_factory_gives_the_fast_file_transport(tmp_path: Path) -> None:
     config = {"transport": {"type": "file", "log_file_path": str(tmp_path / "e"), "append": True}}
     client = OpenLineageClient(config=config, factory=build_transport_factory())
     assert type(client.transport) is FileTransport
-    assert not copies_column_lineage(client)
+    assert not reaches_openmetadata(client)
     console = OpenLineageClient(
         config={"transport": {"type": "console"}}, factory=build_transport_factory()
     )
-    assert not copies_column_lineage(console)
+    assert not reaches_openmetadata(console)
     http = OpenLineageClient(
         config={"transport": {"type": "http", "url": "http://127.0.0.1:9"}},
         factory=build_transport_factory(),
     )
-    assert copies_column_lineage(http)
-    assert copies_column_lineage(None)  # --dry-run shows what OpenMetadata would get
+    assert reaches_openmetadata(http)
+    assert reaches_openmetadata(None)  # --dry-run shows what OpenMetadata would get
 
 
 def test_column_lineage_copy_only_where_openmetadata_may_read_it(mini_target: Path) -> None:

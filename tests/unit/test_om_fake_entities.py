@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.openmetadata import FakeOpenMetadata, Principal
+from tests.fakes.om_models import MODELS_DIR, RELEASES, json_schema
+from tests.fakes.openmetadata import Principal
 from tests.unit.om_fake_support import (
     DST,
     SRC,
@@ -334,11 +335,14 @@ def test_fail_next_answers_the_next_matching_request() -> None:
     assert fake.requests[-2].violation == "fault"
 
 
-def test_missing_schemas_folder_warns_and_keeps_the_hand_written_checks(tmp_path: Any) -> None:
-    """The schemas folder is optional: a warning, no schema checks, eventTime/runId still read."""
-    fake = FakeOpenMetadata.with_bot(schemas_dir=tmp_path / "nope")
+def test_the_schemas_are_the_pinned_releases_generated_models() -> None:
+    """The checks read OM's own generated models (a clone alone has them, ../shared or not)."""
+    for release in RELEASES.values():
+        assert (MODELS_DIR / release / f"openmetadata_ingestion-{release}.dist-info").is_dir()
+    schema = json_schema("api/data/createTable.json", "2.0")
+    assert {"name", "columns", "databaseSchema"} <= set(schema["required"])
     no_producer = event()
     del no_producer["producer"]
-    with pytest.warns(UserWarning, match="not found"):
-        assert post(fake, [no_producer]).status_code == 200
-    assert post(fake, [event(eventTime="2026-11-30T03:55:00+00:00")]).status_code == 400
+    reply = post(om(), [no_producer])
+    assert reply.status_code == 400
+    assert reply.json()["message"] == "[query param producer must not be null]"

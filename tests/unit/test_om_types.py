@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -11,21 +10,17 @@ import pytest
 from dbt_oml.errors import ConfigError
 from dbt_oml.om.names import check_name, fqn
 from dbt_oml.om.types import MAX_LENGTH, om_column
-from tests.conftest import SHARED
-
-COLUMN_SCHEMA = (
-    SHARED / "om-schemas" / "derived-from-openapi-1.13" / "entity" / "data" / "table.column.json"
-)
+from tests.fakes.om_models import json_schema
 
 
-@pytest.fixture(scope="module")
-def validate() -> Any:
-    if not COLUMN_SCHEMA.exists():
-        pytest.skip(f"{COLUMN_SCHEMA} is absent (OpenMetadata's schemas live in ../shared)")
+@pytest.fixture(scope="module", params=["2.0", "1.12"])
+def validate(request: pytest.FixtureRequest) -> Any:
+    """OM's own Column schema (its generated model, tests/fakes/om_models), per version."""
     import jsonschema
 
-    schema = json.loads(COLUMN_SCHEMA.read_text())
-    return jsonschema.Draft202012Validator(schema).validate
+    return jsonschema.Draft202012Validator(
+        json_schema("entity/data/table.json#Column", request.param)
+    ).validate
 
 
 CASES = [

@@ -134,3 +134,40 @@ def test_a_warm_run_never_loads_sqlglot(mini_target: Path) -> None:
     assert warm["sqlglot"] is False
     assert warm["lineage"] == cold["lineage"] == 7
     assert warm["events"] == cold["events"] > 7
+
+
+def _declared() -> set[str]:
+    import re
+
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"].values()
+    wanted = [*project["dependencies"], *(w for extra in extras for w in extra)]
+    names = {re.split(r"[\s\[<>=!~;]", w, maxsplit=1)[0] for w in wanted}
+    return {re.sub(r"[-_.]+", "-", n).lower() for n in names}
+
+
+def test_every_imported_distribution_is_declared() -> None:
+    """What dbt_oml imports comes from a distribution pyproject.toml names (not one that only
+    happens to be installed because dbt or openlineage-python needs it today)."""
+    import ast
+    import importlib.metadata
+    import re
+
+    imported: set[str] = set()
+    for path in Path(dbt_oml.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+    third_party = imported - set(sys.stdlib_module_names) - {"dbt_oml", "__future__"}
+    dists = importlib.metadata.packages_distributions()
+    undeclared = {
+        module: names
+        for module in sorted(third_party)
+        if not (names := {re.sub(r"[-_.]+", "-", d).lower() for d in dists.get(module, [])})
+        & _declared()
+    }
+    assert not undeclared, undeclared
