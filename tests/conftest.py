@@ -281,6 +281,11 @@ def copy_of_built(built: CliRun, dest: Path) -> Path:
     (dbt parses partially instead of afresh), without the events file, and without the lineage
     cache (another xdist worker may be writing it)."""
     assert built.returncode == 0, built.stderr[-3000:]
+    return copy_of_run(built, dest)
+
+
+def copy_of_run(built: CliRun, dest: Path) -> Path:
+    """copy_of_built for a run that may have failed (the `failed` build)."""
     ignore = shutil.ignore_patterns("logs", "*.wal", "lineage-cache")
     shutil.copytree(built.project, dest, ignore=ignore)
     (dest / "target" / "openlineage" / "events.jsonl").unlink()

@@ -13,10 +13,12 @@ import pytest
 from tests.conftest import (
     CliRun,
     copy_of_built,
+    copy_of_run,
     copy_project,
     read_events,
     run_cli,
     run_in_process,
+    run_plain_dbt,
 )
 
 pytestmark = pytest.mark.integration
@@ -220,6 +222,29 @@ def test_the_fail_path(failed: CliRun) -> None:
     parent = [e for e in failed.events if e["job"]["name"] == PARENT]
     assert parent[-1]["eventType"] == "FAIL"
     assert "core_order_audit" in parent[-1]["run"]["facets"]["errorMessage"]["message"]
+
+
+@pytest.mark.parametrize("tool", ["dbt", "dbt-oml"])
+def test_retry_after_a_failed_build_reruns_what_failed(
+    failed: CliRun, tmp_path: Path, tool: str
+) -> None:
+    """target/ holds the failed build's run_results.json, not docs generate's: `dbt retry` and
+    `dbt-oml retry` re-run the failed model and its skipped child, and nothing else."""
+    project = copy_of_run(failed, tmp_path / "project")
+    before = json.loads((project / "target" / "run_results.json").read_text())["metadata"]
+    run = (run_plain_dbt if tool == "dbt" else run_cli)(
+        ["retry", "--profiles-dir", "."], cwd=project
+    )
+    assert run.returncode == 1, run.stderr[-3000:]  # the model still fails (the build's vars)
+    assert "Traceback" not in run.stdout + run.stderr
+    doc = json.loads((project / "target" / "run_results.json").read_text())
+    assert doc["metadata"]["invocation_id"] != before["invocation_id"]  # the retry's own
+    statuses = {r["unique_id"].split(".")[-1]: r["status"] for r in doc["results"]}
+    assert statuses["core_order_audit"] == "error"
+    assert "stg_orders" not in statuses  # it passed in the build: not re-run
+    if tool == "dbt-oml":
+        audit = [e for e in run.events if e["job"]["name"] == _job("core_order_audit")]
+        assert [e["eventType"] for e in audit] == ["START", "FAIL"]
 
 
 def test_dbt_usage_error_passes_through(project: Path) -> None:

@@ -252,13 +252,41 @@ def test_guard_refuses_to_send_no_column_lineage_at_all(built: CliRun, tmp_path:
     (project / "target" / "catalog.json").unlink()
     events_file = project / "target" / "openlineage" / "events.jsonl"
     events_file.unlink()
-    refused = run_cli(["emit", "--profiles-dir", "."], cwd=project)
+    # the guard is for transports that may reach OpenMetadata (which would replace what it holds)
+    http = {
+        "OPENLINEAGE__TRANSPORT__TYPE": "http",
+        "OPENLINEAGE__TRANSPORT__URL": "http://127.0.0.1:9",
+    }
+    refused = run_cli(["emit", "--profiles-dir", "."], cwd=project, env=http)
     assert refused.returncode == 4, refused.stderr[-2000:]
     assert "events NOT sent" in refused.stderr
     assert "--allow-empty-column-lineage" in refused.stderr
-    assert not events_file.exists()  # nothing went out; all is kept for a deliberate replay
     (outbox,) = (project / "target" / "dbt_oml" / "outbox").glob("*.jsonl")
     kept = [e["eventType"] for e in read_events(outbox)]
-    assert sorted(kept) == ["COMPLETE", "COMPLETE", "START", "START"]
-    allowed = run_cli(["emit", "--profiles-dir", ".", "--allow-empty-column-lineage"], cwd=project)
+    assert sorted(kept) == ["COMPLETE", "COMPLETE", "START", "START"]  # all kept, none sent
+    allowed = run_cli(
+        ["--dry-run", "--allow-empty-column-lineage", "emit", "--profiles-dir", "."],
+        cwd=project,
+        env=http,
+    )
     assert allowed.returncode == 0, allowed.stderr[-2000:]
+    # a file replaces nothing: written whole, no refusal, exit 0
+    written = run_cli(["emit", "--profiles-dir", "."], cwd=project)
+    assert written.returncode == 0, written.stderr[-2000:]
+    assert "events NOT sent" not in written.stderr
+    assert sorted(e["eventType"] for e in read_events(events_file)) == sorted(kept)
+
+
+def test_no_column_lineage_to_a_file_keeps_dbts_exit_code(built: CliRun, tmp_path: Path) -> None:
+    """`dbt-oml run -s core_column_profile` (an opaque `select *` reader: no column lineage) with
+    the file transport: dbt's exit code, and every START has its end in the file."""
+    project = copy_of_built(built, tmp_path / "project")
+    run = run_cli(["run", "--profiles-dir", ".", "-s", "core_column_profile"], cwd=project)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "events NOT sent" not in run.stderr
+    assert not list((project / "target" / "dbt_oml" / "outbox").glob("*.jsonl"))
+    ends: dict[str, list[str]] = {}
+    for event in run.events:
+        ends.setdefault(event["run"]["runId"], []).append(event["eventType"])
+    assert len(ends) == 2  # the invocation and the model
+    assert all(kinds == ["START", "COMPLETE"] for kinds in ends.values()), ends
