@@ -27,6 +27,7 @@ from dbt_oml.config.values import (
     env_name,
     flag_name,
     parse_bool,
+    parse_duckdb_namespace,
     parse_level,
     parse_mapping,
     parse_naming,
@@ -39,7 +40,7 @@ from dbt_oml.errors import ConfigError
 #: Every setting: its parser. Env name = DBT_OML_<KEY>, flag = --<key-with-dashes>.
 KEYS: Mapping[str, Parser] = {
     "namespaces": parse_mapping,
-    "duckdb_namespace": parse_str,
+    "duckdb_namespace": parse_duckdb_namespace,
     "docs_generate": parse_bool,
     "fail_on_emit_error": parse_bool,
     "job_naming": parse_naming,

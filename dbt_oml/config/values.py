@@ -7,6 +7,7 @@ naming the key and where the value came from. Pure: no environment, no files.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -94,6 +95,28 @@ def parse_str(value: object, key: str, source: str) -> str:
     text = str(value).strip()
     if not text:
         raise ConfigError(key=key, source=source, reason="is empty")
+    return text
+
+
+#: What a `duckdb_namespace` template may name: the catalog's alias and its file's stem.
+DUCKDB_PLACEHOLDERS = ("alias", "stem")
+
+
+def parse_duckdb_namespace(value: object, key: str, source: str) -> str:
+    """A namespace template for DuckDB files: only the known placeholders, a URL scheme."""
+    text = parse_str(value, key, source)
+    unknown = sorted(set(re.findall(r"\{([^{}]*)\}", text)) - set(DUCKDB_PLACEHOLDERS))
+    if unknown:
+        valid = ", ".join(f"{{{p}}}" for p in DUCKDB_PLACEHOLDERS)
+        raise ConfigError(
+            key=key,
+            source=source,
+            reason=f"unknown placeholder {{{unknown[0]}}} in {text!r}; valid: {valid}",
+        )
+    if "://" not in text:
+        raise ConfigError(
+            key=key, source=source, reason=f"{text!r} is not a URL (e.g. duckdb://pod/{{alias}})"
+        )
     return text
 
 

@@ -414,7 +414,7 @@ def test_target_path_flag_is_honoured(seeded: CliRun) -> None:
     elsewhere = seeded.project / "elsewhere"
     events = read_events(elsewhere / "openlineage" / "events.jsonl")
     assert [e["eventType"] for e in events] == ["START", "START", "COMPLETE", "COMPLETE"]
-    assert (elsewhere / "dbt_oml" / "docs_generate" / "run_results.json").exists()
+    assert json.loads((elsewhere / "run_results.json").read_text())["args"]["which"] == "seed"
     assert (elsewhere / "dbt_oml" / "node_starts.json").exists()
     # nothing under target/: not the events, nor the kept artifacts, nor dbt-oml's state
     assert not (seeded.project / "target").exists()

@@ -256,3 +256,22 @@ def test_bad_orchestrator_variables(tmp_path: Path, env: dict, key: str) -> None
     with pytest.raises(ConfigError) as err:
         _load(tmp_path, env=env)
     assert err.value.key == key
+
+
+@pytest.mark.parametrize(
+    ("template", "says"),
+    [
+        ("duckdb://pod/{alais}", "unknown placeholder {alais}"),
+        ("duckdb://pod/{alias}/{name}", "unknown placeholder {name}"),
+        ("pod/{alias}", "is not a URL"),
+    ],
+)
+def test_a_duckdb_namespace_typo_is_refused_with_what_is_valid(
+    tmp_path: Path, template: str, says: str
+) -> None:
+    """A typo would merge every catalog into one namespace (one bogus OM service): refused."""
+    with pytest.raises(ConfigError) as refused:
+        _load(tmp_path, cli={"duckdb_namespace": template})
+    assert says in str(refused.value)
+    assert "{alias}, {stem}" in str(refused.value) or "duckdb://pod/{alias}" in str(refused.value)
+    assert _load(tmp_path, cli={"duckdb_namespace": "duckdb://pod/{alias}-{stem}"}).duckdb_namespace
