@@ -22,7 +22,7 @@ from dbt_oml.artifacts import (
     read_artifacts,
 )
 from dbt_oml.config import Settings
-from dbt_oml.dbt.runner import DbtContext, docs_generate_args, run_dbt
+from dbt_oml.dbt.runner import DbtContext, DbtInvocation, docs_generate_args, run_dbt
 from dbt_oml.events.builder import EventBuilder
 from dbt_oml.lineage.batch import ColumnLookup
 from dbt_oml.pipeline.run_state import Report
@@ -32,6 +32,8 @@ CATALOG_COMMANDS = frozenset({"build", "run", "seed", "snapshot", "retry"})
 
 #: The artifacts `dbt docs generate` writes over the build's.
 _OVERWRITTEN = (("run_results.json", KEPT_RUN_RESULTS), ("manifest.json", KEPT_MANIFEST))
+#: Where earlier releases kept the build's copies, beside dbt's own files.
+_LEGACY = ("run_results.build.json", "manifest.build.json")
 
 
 def _invocation_of(results: Path) -> object:
@@ -41,20 +43,25 @@ def _invocation_of(results: Path) -> object:
         return None
 
 
-def keep_build_artifacts(ctx: DbtContext) -> bool:
-    """Copy the build's run_results/manifest aside (target/dbt_oml/build/) before docs generate
-    overwrites them; `put_back_build_artifacts` returns them.
+def wrote_run_results(ctx: DbtContext) -> bool:
+    """Whether this invocation wrote target/run_results.json (a parse error writes none)."""
+    return _invocation_of(ctx.target_path / "run_results.json") == ctx.invocation_id
 
-    Returns False when run_results.json was not written by this invocation (a parse error).
-    """
+
+def docs_generate(ctx: DbtContext) -> DbtInvocation:
+    """`dbt docs generate` for catalog.json, the build's run_results/manifest kept aside in
+    target/dbt_oml/build/ while it runs and put back after it."""
     target = ctx.target_path
-    if _invocation_of(target / "run_results.json") != ctx.invocation_id:
-        return False
     (target / KEPT_RUN_RESULTS).parent.mkdir(parents=True, exist_ok=True)
+    for legacy in _LEGACY:
+        (target / legacy).unlink(missing_ok=True)
     for name, kept in _OVERWRITTEN:
         if (target / name).exists():
             shutil.copyfile(target / name, target / kept)
-    return True
+    try:
+        return run_dbt(docs_generate_args(ctx))
+    finally:
+        put_back_build_artifacts(ctx)
 
 
 def put_back_build_artifacts(ctx: DbtContext) -> None:
@@ -65,7 +72,7 @@ def put_back_build_artifacts(ctx: DbtContext) -> None:
     `read_artifacts` prefers to a docs generate's run_results.json.
     """
     target = ctx.target_path
-    if _invocation_of(target / "run_results.json") == ctx.invocation_id:
+    if wrote_run_results(ctx):
         for _, kept in _OVERWRITTEN:  # docs generate wrote nothing over them (a parse error)
             (target / kept).unlink(missing_ok=True)
         return
@@ -106,10 +113,7 @@ def artifacts_with_catalog(
     not this run's: the declared columns are used instead. An unreadable one is a warning.
     """
     if settings.docs_generate and ctx.command in CATALOG_COMMANDS:
-        try:
-            docs = run_dbt(docs_generate_args(ctx))
-        finally:
-            put_back_build_artifacts(ctx)
+        docs = docs_generate(ctx)
         if docs.return_code != 0:
             report.problems.append(
                 f"dbt docs generate failed ({docs.error}); schema facets use the declared columns"

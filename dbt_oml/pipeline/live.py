@@ -38,7 +38,7 @@ from dbt_oml.pipeline.catalog import (
     CATALOG_COMMANDS,
     artifacts_with_catalog,
     catalog_lookup,
-    keep_build_artifacts,
+    wrote_run_results,
 )
 from dbt_oml.pipeline.lineage import ProjectPlace, column_lineage_for
 from dbt_oml.pipeline.run_state import (
@@ -193,7 +193,7 @@ def build(
         error = invocation.error
         artifacts = None
         try:
-            if ctx.command in BUILD_COMMANDS and keep_build_artifacts(ctx):
+            if ctx.command in BUILD_COMMANDS and wrote_run_results(ctx):
                 write_node_starts(ctx, invocation.node_starts)
                 artifacts = artifacts_with_catalog(settings, ctx, report, live.live_catalog)
         except DbtOmlError as e:

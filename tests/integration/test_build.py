@@ -415,6 +415,7 @@ def test_target_path_flag_is_honoured(seeded: CliRun) -> None:
     events = read_events(elsewhere / "openlineage" / "events.jsonl")
     assert [e["eventType"] for e in events] == ["START", "START", "COMPLETE", "COMPLETE"]
     assert json.loads((elsewhere / "run_results.json").read_text())["args"]["which"] == "seed"
+    assert not (elsewhere / "dbt_oml" / "build").exists()  # no docs generate: nothing kept aside
     assert (elsewhere / "dbt_oml" / "node_starts.json").exists()
     # nothing under target/: not the events, nor the kept artifacts, nor dbt-oml's state
     assert not (seeded.project / "target").exists()
