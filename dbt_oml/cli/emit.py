@@ -5,6 +5,7 @@ Exit codes:
   0  every event was delivered (or --dry-run)
   3  usage or configuration error, missing or corrupt artifacts
   4  events were not delivered (they stay in the outbox), or the column-lineage guard refused
+     (a transport that may reach OpenMetadata; never file or console)
   5  a dbt-oml bug (traceback printed)
 """
 

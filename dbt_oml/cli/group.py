@@ -34,7 +34,8 @@ Exit codes:
   0, 1, 2  dbt's own code, passed through (lineage problems never change it by default)
   3        dbt-oml usage or configuration error; dbt was not started
   4        events could not be delivered (emit/replay/flush; relay --once; build with
-           --fail-on-emit-error), or the column-lineage guard refused to send
+           --fail-on-emit-error), or the column-lineage guard refused to send (a
+           transport that may reach OpenMetadata; never file or console)
   5        a dbt-oml bug (traceback printed); after a dbt run, dbt's code still wins
 """
 
