@@ -5,6 +5,7 @@ holds for the rest."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -62,6 +63,8 @@ def docs_generate(ctx: DbtContext) -> DbtInvocation:
         return run_dbt(docs_generate_args(ctx))
     finally:
         put_back_build_artifacts(ctx)
+        with contextlib.suppress(OSError):  # stays only when something was not put back
+            (target / KEPT_RUN_RESULTS).parent.rmdir()
 
 
 def put_back_build_artifacts(ctx: DbtContext) -> None:

@@ -185,7 +185,7 @@ def test_target_ends_as_the_build_left_it(built: CliRun) -> None:
     docs = built.target / "dbt_oml" / "docs_generate"
     assert json.loads((docs / "run_results.json").read_text())["args"]["which"] == "generate"
     assert (docs / "manifest.json").exists()
-    assert not (built.target / "dbt_oml" / "build" / "run_results.json").exists()
+    assert not (built.target / "dbt_oml" / "build").exists()
     assert not list(built.target.glob("*.build.json"))
     assert (built.target / "catalog.json").exists()
 
