@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from dbt_oml.om.tables import complete
+
 NODE_FACET = "dbt_oml_node"
 TESTS_FACET = "dbt_oml_tests"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -49,6 +51,8 @@ class NodeDoc:
     tier: str | None = None
     owners: tuple[str, ...] = ()
     inputs: tuple[tuple[str, str], ...] = ()
+    complete: bool = False
+    """The columns are authoritative (catalog.json or the warehouse), not the YAML's alone."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,6 +129,7 @@ def node_docs(events: Iterable[Mapping[str, Any]]) -> list[NodeDoc]:
                 resource_type=str(hints.get("resourceType") or "model"),
                 description=_text((facets.get("documentation") or {}).get("description")),
                 columns=_columns(dataset, hints),
+                complete=complete(dataset),
                 raw_sql=_text(hints.get("rawSql")),
                 sql=_text(sql.get("query")),
                 path=_text(hints.get("path")),

@@ -27,6 +27,7 @@ from dbt_oml.om.data_quality import DataQuality
 from dbt_oml.om.dbt_docs import NodeDoc, dbt_tests, node_docs
 from dbt_oml.om.dbt_session import PartDeniedError, Session
 from dbt_oml.om.labels import Label, Labels
+from dbt_oml.om.model_columns import kept_columns
 from dbt_oml.om.names import fqn, sample
 from dbt_oml.om.tables import table_ref
 from dbt_oml.om.types import om_column
@@ -172,6 +173,9 @@ class DbtMetadata:
             column_labels=column_labels,
             owners=owners,
         )
+        if not node.complete:  # a partial schema never shrinks the dbt tab OM holds
+            held = (entity.get("dataModel") or {}).get("columns")
+            model["columns"] = kept_columns(held, model.get("columns") or [])
         missing_tags = _missing_labels(entity, table_labels, column_labels)
         adds_owners = bool(owners) and not entity.get("owners")
         if covers(entity.get("dataModel"), model) and not missing_tags and not adds_owners:

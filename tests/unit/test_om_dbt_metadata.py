@@ -455,3 +455,22 @@ def test_transport_notes_reach_the_summary(om: FakeOpenMetadata, tmp_path: Path)
     report = delivery.close()
     assert report.notes == [t.notes[0]]
     assert report.notes[0].startswith("dbt metadata in OpenMetadata: descriptions 2")
+
+
+def test_a_partial_schema_never_shrinks_the_dbt_tab(om: FakeOpenMetadata, tmp_path: Path) -> None:
+    """An emit without catalog.json (YAML columns only, no types) after a complete run: the dbt
+    tab keeps every column and type OM holds; a complete schema may still drop a column."""
+    full = node_event()
+    full["outputs"][0]["facets"]["dbt_oml_schema"] = {"complete": True}
+    send(om, tmp_path, full)
+    partial = node_event()
+    partial["outputs"][0]["facets"]["schema"]["fields"] = [{"name": "email"}]
+    send(om, tmp_path / "partial", partial)
+    columns = table(om)["dataModel"]["columns"]
+    assert [(c["name"], c["dataType"]) for c in columns] == [("id", "INT"), ("email", "VARCHAR")]
+    assert columns[0]["description"] == "The key."
+    narrower = node_event()
+    narrower["outputs"][0]["facets"]["schema"]["fields"] = [{"name": "email", "type": "VARCHAR"}]
+    narrower["outputs"][0]["facets"]["dbt_oml_schema"] = {"complete": True}
+    send(om, tmp_path / "complete", narrower)
+    assert [c["name"] for c in table(om)["dataModel"]["columns"]] == ["email"]
