@@ -40,6 +40,7 @@ from dbt_oml.transports.jetstream_connection import (
     nats_module,
     quiet_loop,
     server_label,
+    subject_matches,
     transient_faults,
 )
 
@@ -77,7 +78,7 @@ async def ensure_stream(js: Any, config: JetStreamConfig) -> Any:
     from nats.js.errors import BadRequestError, NotFoundError
 
     try:
-        return await js.stream_info(config.stream)
+        return check_stream(await js.stream_info(config.stream), config)
     except NotFoundError:
         if not config.create_stream:
             raise ConfigError(
@@ -106,6 +107,40 @@ async def ensure_stream(js: Any, config: JetStreamConfig) -> Any:
             f"created for {config.subject!r}: {e.description or e}",
             hint="create it yourself, or choose another subject, stream name or num_replicas",
         ) from e
+
+
+def check_stream(info: Any, config: JetStreamConfig) -> Any:
+    """An existing stream's info, or ConfigError at once when it cannot take our events: its
+    subjects do not cover ours, or it is full and discards new messages (a publish would
+    otherwise wait out its timeout on every event, and look like an election)."""
+    stream = getattr(info, "config", None)
+    subjects = list(getattr(stream, "subjects", None) or [])
+    where = f"stream {config.stream!r} on {server_label(config.servers)}"
+    if subjects and not any(subject_matches(s, config.subject) for s in subjects):
+        raise ConfigError(
+            key="transport.subject",
+            source="jetstream transport",
+            reason=f"{where} takes {', '.join(subjects)}, not {config.subject!r}",
+            hint="add the subject to the stream, or set subject/stream to a pair that match",
+        )
+    state = getattr(info, "state", None)
+    full = [
+        f"{what} {have} of {limit}"
+        for what, have, limit in (
+            ("messages", getattr(state, "messages", 0), getattr(stream, "max_msgs", None)),
+            ("bytes", getattr(state, "bytes", 0), getattr(stream, "max_bytes", None)),
+        )
+        if limit is not None and limit > 0 and (have or 0) >= limit
+    ]
+    discard = getattr(stream, "discard", None)  # nats-py gives the enum or its string
+    if full and str(getattr(discard, "value", discard)) == "new":
+        raise ConfigError(
+            key="transport.stream",
+            source="jetstream transport",
+            reason=f"{where} is full ({', '.join(full)}) and refuses new messages (discard: new)",
+            hint="raise its max_msgs/max_bytes, let the relay drain it, or use discard: old",
+        )
+    return info
 
 
 class JetStreamTransport(Transport):
@@ -291,6 +326,7 @@ __all__ = [
     "JetStreamConfig",
     "JetStreamTransport",
     "NatsUnavailableError",
+    "check_stream",
     "ensure_stream",
     "message_id",
 ]

@@ -117,6 +117,8 @@ def _nats_cause(error: BaseException, text: str) -> str | None:
         return "not authorized (check user/password, token or credentials_file)"
     if isinstance(error, nats_errors.NoRespondersError):
         return "no JetStream there (is the server started with JetStream, -js?)"
+    if isinstance(error, js_errors.APIError) and "exceeded" in str(error.description or ""):
+        return f"the stream is full and refuses new messages ({error.description})"
     if isinstance(error, js_errors.NoStreamResponseError):
         return "the stream has no leader (an election, or too few of its servers are up)"
     if isinstance(error, js_errors.ServiceUnavailableError):

@@ -124,6 +124,56 @@ def test_the_same_run_published_twice_is_stored_once(
     assert info.state.messages == 2
 
 
+async def _add_stream(url: str, name: str, **config: Any) -> None:
+    from nats.js.api import StreamConfig
+
+    nc = await nats.connect(url)
+    try:
+        await nc.jetstream().add_stream(StreamConfig(name=name, **config))
+    finally:
+        await nc.drain()
+
+
+@pytest.mark.parametrize(
+    ("existing", "says"),
+    [
+        ({"subjects": ["elsewhere.>"]}, "takes elsewhere.>, not "),
+        ({"max_msgs": 1, "discard": "new"}, "is full (messages 1 of 1) and refuses new"),
+    ],
+)
+def test_a_stream_that_cannot_take_the_events_is_said_at_once(
+    stream: dict[str, Any], tmp_path: Path, existing: dict[str, Any], says: str
+) -> None:
+    """A stream that exists with other subjects, or full with discard: new: one line that says
+    so (not 'no leader' after the publish timeout), every event kept."""
+    from nats.js.api import DiscardPolicy
+
+    from dbt_oml.transports.jetstream import JetStreamConfig, JetStreamTransport
+
+    url, name = stream["servers"][0], stream["stream"]
+    config = {"subjects": [stream["subject"]], **existing}
+    if "discard" in config:
+        config["discard"] = DiscardPolicy(config["discard"])
+    asyncio.run(_add_stream(url, name, **config))
+    if existing.get("max_msgs"):  # fill it
+        first = JetStreamTransport(
+            JetStreamConfig.from_dict({**stream, "outbox_dir": str(tmp_path)})
+        )
+        first.emit(_event("01a22a97-c811-7ab0-b0d7-940514230100"))
+        assert first.close() is True
+    kept = tmp_path / "kept"
+    t = JetStreamTransport(
+        JetStreamConfig.from_dict({**stream, "outbox_dir": str(kept), "publish_timeout": 30})
+    )
+    for i in range(3):
+        t.emit(_event(f"01a22a97-c811-7ab0-b0d7-9405142301{i:02d}"))
+    assert t.close() is False
+    assert len(t.problems) == 1, t.problems
+    assert says in t.problems[0]
+    assert "leader" not in t.problems[0]
+    assert len((kept / "jetstream.jsonl").read_text().splitlines()) == 3
+
+
 def test_unreachable_server_keeps_everything_and_says_why_in_one_line(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
 ) -> None:
