@@ -54,7 +54,11 @@ class DbtOmlGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         own = super().get_command(ctx, ALIASES.get(cmd_name, cmd_name))
-        return own if own is not None else dbt_command(cmd_name)
+        if own is not None:
+            return own
+        if cmd_name not in DBT_COMMANDS and cmd_name not in _dbts_commands():
+            raise click.UsageError(_no_such_command(cmd_name, [*self.commands, *ALIASES]), ctx)
+        return dbt_command(cmd_name)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -71,6 +75,26 @@ class DbtOmlGroup(click.Group):
                 ", ".join(DBT_COMMANDS) + " and any other name: dbt with those arguments, with "
                 "events (node events for build, run, seed, snapshot, test, retry)."
             )
+
+
+def _dbts_commands() -> list[str]:
+    """The commands of the installed dbt (a name dbt-oml does not list may be a newer dbt's)."""
+    from dbt.cli.main import cli as dbt_cli
+
+    return list(dbt_cli.commands)
+
+
+def _no_such_command(name: str, own: list[str]) -> str:
+    """'No such command', with the closest names of dbt-oml's and dbt's.
+
+    >>> _no_such_command("emti", ["emit", "flush"])
+    "No such command 'emti'. Did you mean 'emit'?"
+    """
+    import difflib
+
+    close = difflib.get_close_matches(name, [*own, *DBT_COMMANDS], n=2, cutoff=0.6)
+    hint = " or ".join(f"'{c}'" for c in close)
+    return f"No such command '{name}'." + (f" Did you mean {hint}?" if hint else "")
 
 
 def _group() -> click.Group:

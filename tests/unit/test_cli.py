@@ -133,13 +133,36 @@ def test_send_events_is_emit(capsys: pytest.CaptureFixture[str]) -> None:
     assert "existing artifacts" in out
 
 
-def test_an_unknown_command_goes_to_dbt(
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        (["emti", "--profiles-dir", "."], "No such command 'emti'. Did you mean 'emit'?"),
+        (["biuld"], "Did you mean 'build'?"),
+        (["frobnicate", "--no-such-dbt-flag"], "No such command 'frobnicate'."),
+    ],
+)
+def test_an_unknown_command_is_refused_with_the_closest_names(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    line: list[str],
+    says: str,
+) -> None:
+    """Neither dbt-oml's nor the installed dbt's: one line, dbt not started (3)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(line) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert says in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_command_only_the_installed_dbt_knows_goes_to_dbt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    # dbt itself answers: a dbt usage error is dbt's exit 2, not dbt-oml's 3
-    assert main(["frobnicate", "--no-such-dbt-flag"]) == ExitCode.DBT_ERROR
-    assert "No such command 'frobnicate'" in capsys.readouterr().err
+    # `list` is not in dbt-oml's table (`ls` is): dbt's own usage error answers, dbt's exit 2
+    assert main(["list", "--no-such-dbt-flag"]) == ExitCode.DBT_ERROR
+    assert "No such option" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
