@@ -75,6 +75,9 @@ def impact(ctx: click.Context, **opts: Any) -> int:
 
     load(ctx)
     columns, state, fail_on = opts["columns"], opts["state"], opts["fail_on"]
+    model_and_column = 2  # lineage's MODEL COLUMN form, as impact's MODEL.COLUMN
+    if len(columns) == model_and_column and not any("." in c for c in columns):
+        columns = (".".join(columns),)
     fmt = "json" if opts["as_json_"] else opts["fmt"]
     if not columns and not state:
         raise click.UsageError("needs MODEL.COLUMN ... or --state DIR")

@@ -81,7 +81,7 @@ def lineage(ctx: click.Context, **opts: Any) -> int:
     project = {k: opts[k] for k in PROJECT_KEYS}
     view = offline.lineage_view(project_options(project, Path.cwd()))
     try:
-        result = answer(view, query)
+        result = _answer(view, query)
         if html:
             focus = answer(view, Query()).document
             focus.update(model=result.document["model"], column=column)
@@ -95,3 +95,20 @@ def lineage(ctx: click.Context, **opts: Any) -> int:
     elif not html:
         click.echo("\n".join(text_lines(result)))
     return ExitCode.SUCCESS
+
+
+def _answer(view: Any, query: Any) -> Any:
+    """The answer to `lineage MODEL COLUMN`, or to `lineage MODEL.COLUMN` (impact's form) when
+    MODEL.COLUMN names no model."""
+    from dataclasses import replace
+
+    from dbt_oml.errors import SelectionError
+    from dbt_oml.lineage.view import answer
+
+    try:
+        return answer(view, query)
+    except SelectionError:
+        if query.column is not None or not query.model or "." not in query.model:
+            raise
+        model, column = query.model.rsplit(".", 1)
+        return answer(view, replace(query, model=model, column=column))

@@ -235,6 +235,18 @@ def test_lineage_command_text_and_json(built: CliRun) -> None:
     missing = run_cli(["lineage", "core_column_profile", "--profiles-dir", "."], cwd=built.project)
     assert missing.returncode == 3
     assert "SQL does not parse" in missing.stderr
+    # each command takes the other's form too: lineage MODEL.COLUMN, impact MODEL COLUMN
+    dotted = run_cli(
+        ["lineage", "dim_customers.customer_key", "--profiles-dir", "."], cwd=built.project
+    )
+    assert dotted.returncode == 0, dotted.stderr
+    assert dotted.stdout == text.stdout
+    spaced, joined = (
+        run_cli(["impact", *form, "--profiles-dir", ".", "--json"], cwd=built.project)
+        for form in (["stg_orders", "order_id"], ["stg_orders.order_id"])
+    )
+    assert spaced.returncode == 0, spaced.stderr
+    assert json.loads(spaced.stdout) == json.loads(joined.stdout)
 
 
 def test_guard_refuses_to_send_no_column_lineage_at_all(built: CliRun, tmp_path: Path) -> None:
