@@ -43,6 +43,10 @@ DBT_COMMANDS: Final = (
     "init",
     "clone",
 )
+#: dbt commands that run nodes get events; the others (ls, compile, debug, deps, docs, ...) run
+#: as plain dbt, as dbt-ol leaves them (dbt-ol wraps compile and docs generate in a run of their
+#: own that holds nothing: not copied).
+EVENT_COMMANDS: Final = frozenset({"build", "run", "seed", "snapshot", "test", "retry", "clone"})
 #: dbt's own switch for its usage statistics (given by the user, it wins over dbt-oml's).
 _USAGE_FLAGS: Final = ("--send-anonymous-usage-stats", "--no-send-anonymous-usage-stats")
 _PASS_THROUGH: Final[dict[str, Any]] = {
@@ -95,6 +99,11 @@ def _run(dbt_args: tuple[str, ...], **_: object) -> int:
     report = state.report = Report()
     state.fail_on_emit_error = settings.fail_on_emit_error
     args = dbt_args_of(ctx.info_name or "", dbt_args, usage_stats=settings.dbt_usage_stats)
+    if ctx.info_name not in EVENT_COMMANDS:
+        report = state.report = pipeline.plain(args)
+        if report.dbt_return_code == ExitCode.DBT_ERROR and report.dbt_error:
+            say(f"dbt: {report.dbt_error}")  # in-process dbt does not print these
+        return int(report.dbt_return_code or 0)
     try:
         stream = sys.stderr if settings.dry_run else sys.stdout
         with contextlib.redirect_stdout(stream):

@@ -72,8 +72,9 @@ class DbtOmlGroup(click.Group):
         super().format_commands(ctx, formatter)
         with formatter.section("dbt commands"):
             formatter.write_text(
-                ", ".join(DBT_COMMANDS) + " and any other name: dbt with those arguments, with "
-                "events (node events for build, run, seed, snapshot, test, retry)."
+                ", ".join(DBT_COMMANDS) + " and any other command of the installed dbt: dbt with "
+                "those arguments; with events for the ones that run nodes (build, run, seed, "
+                "snapshot, test, retry, clone), plain dbt for the rest."
             )
 
 

@@ -212,6 +212,19 @@ def build(
     return report
 
 
+def plain(dbt_args: Sequence[str]) -> Report:
+    """A dbt command that runs no nodes (`ls`, `compile`, `debug`, `deps`, ...): dbt alone, as
+    dbt-ol leaves it: no events, no lines of dbt-oml's, dbt's exit code."""
+    from dbt_oml.dbt.own_runs import suppressed
+
+    report = Report()
+    with suppressed():  # the dbt plugin too
+        invocation = run_dbt(dbt_args)
+    report.dbt_return_code = invocation.return_code
+    report.dbt_error = invocation.error
+    return report
+
+
 def _write_explorer(
     settings: Settings, ctx: DbtContext, artifacts: RunArtifacts, report: Report
 ) -> None:

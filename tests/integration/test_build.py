@@ -247,6 +247,19 @@ def test_retry_after_a_failed_build_reruns_what_failed(
         assert [e["eventType"] for e in audit] == ["START", "FAIL"]
 
 
+@pytest.mark.parametrize("command", [["ls"], ["compile", "-s", "stg_orders"]])
+def test_commands_that_run_no_nodes_are_plain_dbt(
+    built: CliRun, tmp_path: Path, command: list[str]
+) -> None:
+    """As dbt-ol: no events and no lines of dbt-oml's for ls, compile, debug, ..."""
+    project = copy_of_built(built, tmp_path / "project")
+    run = run_cli([*command, "--profiles-dir", "."], cwd=project)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.events == []
+    assert "dbt-oml:" not in run.stdout + run.stderr
+    assert not (project / "target" / "dbt_oml" / "outbox").exists()
+
+
 def test_dbt_usage_error_passes_through(project: Path) -> None:
     run = run_cli(["build", "--profiles-dir", ".", "--no-such-dbt-flag"], cwd=project)
     assert run.returncode == 2
