@@ -33,12 +33,13 @@ def load_document(path: Path, kind: str) -> dict[str, Any]:
         raise ArtifactError(path=str(path), reason=f"cannot be read ({e.strerror})") from e
     try:
         doc = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        why = "nested too deep" if isinstance(e, RecursionError) else str(e)
         raise ArtifactError(
             path=str(path),
-            reason=f"is not valid JSON ({e})",
+            reason=f"is not valid JSON ({why})",
             hint=f"re-run dbt to rewrite the {kind}",
-        ) from e
+        ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict):
         raise ArtifactError(path=str(path), reason=f"is not a dbt {kind} (no metadata object)")
     _check_version(path, kind, doc["metadata"].get("dbt_schema_version"))

@@ -71,9 +71,10 @@ def read_numbered(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[st
                 continue
             try:
                 doc = json.loads(line)
-            except json.JSONDecodeError as e:
+            except (json.JSONDecodeError, RecursionError) as e:
                 torn = "" if line.endswith("\n") else ", torn (no end of line)"
-                problems.append(f"{path}:{number}: skipped, not a JSON line{torn} ({e.msg})")
+                why = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deep"
+                problems.append(f"{path}:{number}: skipped, not a JSON line{torn} ({why})")
                 continue
             if not isinstance(doc, dict):
                 problems.append(f"{path}:{number}: skipped, not a JSON object")

@@ -130,7 +130,9 @@ def outbox_files(settings: Settings, target_path: Path) -> tuple[Path, list[Path
     """
     outbox = settings.outbox_dir or target_path / STATE_DIR / "outbox"
     files = sorted(outbox.glob("*.jsonl")) if outbox.is_dir() else []
-    return outbox, [f for f in files if not f.name.endswith(REJECTED_SUFFIX)]
+    for folder in (f for f in files if not f.is_file()):
+        logger.warning("%s: a directory, not an outbox file: left alone", folder)
+    return outbox, [f for f in files if f.is_file() and not f.name.endswith(REJECTED_SUFFIX)]
 
 
 def replay(settings: Settings, files: Sequence[Path], *, target_path: Path) -> Report:

@@ -197,3 +197,17 @@ def test_no_event_is_dropped_for_bad_timing_or_status(mini_target: Path) -> None
     failed = _by(damaged, "stg_customers.build.run", "FAIL")
     message = failed["run"]["facets"]["errorMessage"]["message"]
     assert message == "dbt reported status 'weird', which dbt-oml does not know: OK"
+
+
+@pytest.mark.parametrize("name", ["run_results.json", "manifest.json", "catalog.json"])
+def test_an_artifact_nested_too_deep_is_one_line(mini_target: Path, name: str) -> None:
+    """JSON nested 100,000 deep: the same one-line ArtifactError as invalid JSON (a required
+    artifact: exit 3), or a problem for the optional catalog; never a RecursionError."""
+    (mini_target / name).write_text("[" * 100_000)
+    if name == "catalog.json":
+        assert read_artifacts(mini_target).catalog is None
+        return
+    with pytest.raises(ArtifactError) as refused:
+        read_artifacts(mini_target)
+    assert "nested too deep" in str(refused.value)
+    assert name in str(refused.value)

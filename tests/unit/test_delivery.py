@@ -233,3 +233,25 @@ def test_each_append_is_whole_lines_in_one_write(
         if name.endswith(".jsonl"):  # every line of it a whole event
             assert all(json.loads(line)["eventType"] for line in data.splitlines())
     assert (tmp_path / "o.jsonl").read_bytes() == writes[0][1]
+
+
+def test_a_line_nested_too_deep_costs_that_line_only(tmp_path: Path) -> None:
+    """'[' * 100000 in an outbox file: that line is a problem, the others are read."""
+    from dbt_oml.delivery.outbox import read_numbered
+
+    path = tmp_path / "kept.jsonl"
+    path.write_text("[" * 100_000 + "\n" + json.dumps({"eventType": "COMPLETE"}) + "\n")
+    events, problems = read_numbered(path)
+    assert [number for number, _ in events] == [2]
+    assert problems == [f"{path}:1: skipped, not a JSON line (nested too deep)"]
+
+
+def test_a_directory_named_like_an_outbox_file_is_left_alone(tmp_path: Path) -> None:
+    from dbt_oml.config import Settings
+    from dbt_oml.pipeline.offline import outbox_files
+
+    (tmp_path / "odd.jsonl").mkdir()
+    (tmp_path / "kept.jsonl").write_text("{}\n")
+    (tmp_path / "gone.rejected.jsonl").write_text("{}\n")
+    _, files = outbox_files(Settings(outbox_dir=tmp_path), tmp_path)
+    assert files == [tmp_path / "kept.jsonl"]
