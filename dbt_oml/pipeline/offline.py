@@ -15,6 +15,7 @@ from typing import Any
 from dbt_oml.artifacts import RunArtifacts, RunResults, failure_summary, read_artifacts
 from dbt_oml.config import Settings
 from dbt_oml.dbt.project import ProjectOptions, ResolvedProject, resolve_project
+from dbt_oml.delivery.claims import claim, recover
 from dbt_oml.delivery.emitter import Delivery, read_outbox
 from dbt_oml.errors import ArtifactError
 from dbt_oml.events.builder import iter_events
@@ -129,6 +130,8 @@ def outbox_files(settings: Settings, target_path: Path) -> tuple[Path, list[Path
     `*.rejected.jsonl` (events the server refused for good) stay where they are.
     """
     outbox = settings.outbox_dir or target_path / STATE_DIR / "outbox"
+    if outbox.is_dir():
+        recover(outbox)
     files = sorted(outbox.glob("*.jsonl")) if outbox.is_dir() else []
     for folder in (f for f in files if not f.is_file()):
         logger.warning("%s: a directory, not an outbox file: left alone", folder)
@@ -144,12 +147,11 @@ def replay(settings: Settings, files: Sequence[Path], *, target_path: Path) -> R
     """
     report = Report()
     emitter, report.destination = make_emitter(settings, target_path)
-    events = [event for path in files for event in read_outbox(path)]
+    staged = claim(files) if emitter is not None else list(files)
+    events = [event for path in staged for event in read_outbox(path)]
     report.events_built = len(events)
-    staged = []
-    if emitter is not None:
-        for path in files:
-            staged.append(path.replace(path.with_name(path.name + ".replaying")))
+    if emitter is None:
+        staged = []
     first = files[0] if files else target_path / STATE_DIR / "outbox" / "replay.jsonl"
     delivery = Delivery(
         emitter, outbox=first.with_name(f"{first.stem}.retry.jsonl"), target=report.destination

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -445,4 +446,39 @@ def test_flush_skips_a_torn_last_line_and_sends_the_rest(
     sent = (proj / "target" / "openlineage" / "events.jsonl").read_text().splitlines()
     assert len(sent) == len(events)
     err = capsys.readouterr().err
-    assert f"WARNING: {kept}:{len(events) + 1}: skipped, not a JSON line, torn" in err
+    # named as the flush claimed it (inv.jsonl.replaying-<host>-<pid>)
+    line = re.escape(f"WARNING: {kept}") + r"\.replaying-\S+-\d+:" + f"{len(events) + 1}: skipped"
+    assert re.search(line + ", not a JSON line, torn", err), err
+
+
+def test_a_flush_killed_mid_delivery_strands_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A flush killed after claiming its files (an older release's `*.replaying`, this one's
+    `*.replaying-<host>-<pid>` of a process that is gone): the next flush gives them back and
+    sends every event; a claim of a flush still running is left to it."""
+    import socket
+    import subprocess
+    import sys
+
+    proj, events = _outbox_project(tmp_path)
+    outbox = proj / "target" / "dbt_oml" / "outbox"
+    kept = outbox / "inv.jsonl"
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    host = socket.gethostname()
+    (outbox / "old.jsonl.replaying").write_text(kept.read_text())
+    kept.replace(outbox / f"inv.jsonl.replaying-{host}-{dead}")
+    alive = outbox / f"busy.jsonl.replaying-{host}-1"  # pid 1 runs: its flush goes on
+    alive.write_text("{}\n")
+    monkeypatch.chdir(proj)
+    assert main(["flush"]) == ExitCode.SUCCESS, capsys.readouterr().err
+    sent = (proj / "target" / "openlineage" / "events.jsonl").read_text().splitlines()
+    assert len(sent) == 2 * len(events)
+    assert sorted(p.name for p in outbox.iterdir()) == [alive.name, "inv.rejected.jsonl"]
+    err = capsys.readouterr().err
+    assert "a flush that did not finish left it" in err
