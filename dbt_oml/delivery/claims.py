@@ -77,3 +77,14 @@ def recover(outbox: Path, *, now: float | None = None) -> list[Path]:
         )
         back.append(target)
     return back
+
+
+def release(claimed: Path, *, all_delivered: bool) -> None:
+    """A claim whose events are delivered or kept again: removed. When all were delivered and no
+    file of its name holds kept events again, its reasons log (`<stem>.reasons.log`) goes too:
+    it explained events that are no longer kept."""
+    name = claimed.name.partition(CLAIM)[0]
+    claimed.unlink()
+    original = claimed.with_name(name)
+    if all_delivered and not original.exists():
+        original.with_name(f"{Path(name).stem}.reasons.log").unlink(missing_ok=True)

@@ -15,7 +15,7 @@ from typing import Any
 from dbt_oml.artifacts import RunArtifacts, RunResults, failure_summary, read_artifacts
 from dbt_oml.config import Settings
 from dbt_oml.dbt.project import ProjectOptions, ResolvedProject, resolve_project
-from dbt_oml.delivery.claims import claim, recover
+from dbt_oml.delivery.claims import claim, recover, release
 from dbt_oml.delivery.emitter import Delivery, read_outbox
 from dbt_oml.errors import ArtifactError
 from dbt_oml.events.builder import iter_events
@@ -159,7 +159,7 @@ def replay(settings: Settings, files: Sequence[Path], *, target_path: Path) -> R
     delivery.send_all(events)
     report.delivery = delivery.close()
     for path in staged:
-        path.unlink()
+        release(path, all_delivered=not report.delivery.failed)
     if settings.dry_run:
         add_bootstrap_plan(settings, report)
     return report

@@ -482,3 +482,15 @@ def test_a_flush_killed_mid_delivery_strands_nothing(
     assert sorted(p.name for p in outbox.iterdir()) == [alive.name, "inv.rejected.jsonl"]
     err = capsys.readouterr().err
     assert "a flush that did not finish left it" in err
+
+
+def test_a_flush_that_delivers_everything_removes_the_reasons_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proj, _ = _outbox_project(tmp_path)
+    outbox = proj / "target" / "dbt_oml" / "outbox"
+    (outbox / "inv.jsonl").replace(outbox / "jetstream.jsonl")
+    (outbox / "jetstream.reasons.log").write_text("2026-12-02T10:00:00Z 3 event(s): refused\n")
+    monkeypatch.chdir(proj)
+    assert main(["flush"]) == ExitCode.SUCCESS, capsys.readouterr().err
+    assert sorted(p.name for p in outbox.iterdir()) == ["inv.rejected.jsonl"]
