@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from dbt_oml.artifacts.catalog import read_optional_catalog
 from dbt_oml.artifacts.manifest import read_manifest
 from dbt_oml.artifacts.run_results import read_run_results
-from dbt_oml.artifacts.views import KEPT_MANIFEST, KEPT_RUN_RESULTS, RunArtifacts
+from dbt_oml.artifacts.views import (
+    DOCS_GENERATE_DIR,
+    KEPT_MANIFEST,
+    KEPT_RUN_RESULTS,
+    Manifest,
+    RunArtifacts,
+)
+from dbt_oml.errors import ArtifactError
 
 
 def read_artifacts(target: Path, *, run_results: Path | None = None) -> RunArtifacts:
@@ -26,8 +34,36 @@ def read_artifacts(target: Path, *, run_results: Path | None = None) -> RunArtif
         results = read_run_results(kept)
         if (target / KEPT_MANIFEST).exists():
             manifest_path = target / KEPT_MANIFEST
-    manifest = read_manifest(manifest_path)
+    manifest = with_compiled_code(read_manifest(manifest_path), target, manifest_path)
     catalog, problems = read_optional_catalog(target / "catalog.json")
     if results is not None:
         problems += results.problems
     return RunArtifacts(manifest=manifest, run_results=results, catalog=catalog, problems=problems)
+
+
+def with_compiled_code(manifest: Manifest, target: Path, manifest_path: Path) -> Manifest:
+    """The build's manifest, its models that did not run given the compiled SQL of the `dbt docs
+    generate` that `dbt-oml build` ran after it (target/dbt_oml/docs_generate/manifest.json,
+    which compiles every model), where that manifest is newer and the model's code the same.
+
+    After `dbt-oml run -s one_model` the build's manifest holds one model's compiled SQL: the
+    project-wide answers of `lineage` and `impact` need every model's.
+    """
+    missing = [
+        uid
+        for uid, n in manifest.nodes.items()
+        if n.resource_type in {"model", "snapshot"} and not n.compiled_code and n.raw_code
+    ]
+    docs = target / DOCS_GENERATE_DIR / "manifest.json"
+    if not missing or not docs.is_file() or docs.stat().st_mtime < manifest_path.stat().st_mtime:
+        return manifest
+    try:
+        compiled = read_manifest(docs).nodes
+    except ArtifactError:  # a help, not a need: the build's own manifest stands
+        return manifest
+    nodes = dict(manifest.nodes)
+    for uid in missing:
+        node, other = nodes[uid], compiled.get(uid)
+        if other is not None and other.compiled_code and other.raw_code == node.raw_code:
+            nodes[uid] = replace(node, compiled_code=other.compiled_code)
+    return replace(manifest, nodes=nodes)

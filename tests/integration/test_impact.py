@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliRun, copy_project, run_cli, run_plain_dbt
+from tests.conftest import CliRun, copy_of_built, copy_project, run_cli, run_plain_dbt
 
 pytestmark = pytest.mark.integration
 
@@ -79,3 +79,21 @@ def test_a_renamed_staging_column_lists_the_mart_columns_and_tests(
     )
     assert markdown.returncode == 0, markdown.stderr[-2000:]
     assert "| `dim_customers.customer_key` | column | DIRECT IDENTITY |" in markdown.stdout
+
+
+def test_after_a_one_model_run_the_answers_are_the_whole_projects(
+    built: CliRun, tmp_path: Path
+) -> None:
+    """`dbt-oml run -s stg_orders` leaves dbt's manifest with one model's compiled SQL; the docs
+    generate it ran after compiled all of them, and impact/lineage use that."""
+    project = copy_of_built(built, tmp_path / "project")
+    ran = run_cli(["run", "-s", "stg_orders", "--profiles-dir", "."], cwd=project)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    nodes = json.loads((project / "target" / "manifest.json").read_text())["nodes"]
+    compiled = [u for u, n in nodes.items() if n.get("compiled_code") and u.startswith("model.")]
+    assert compiled == ["model.jaffle_oml.stg_orders"]  # dbt's own, as dbt left it
+    ask = ["impact", "stg_orders.order_id", "--json", "--profiles-dir", "."]
+    partial, full = run_cli(ask, cwd=project), run_cli(ask, cwd=built.project)
+    assert partial.returncode == full.returncode == 0, partial.stderr[-2000:]
+    assert json.loads(partial.stdout) == json.loads(full.stdout)
+    assert json.loads(full.stdout)["changes"][0]["columns"]  # it is read downstream
