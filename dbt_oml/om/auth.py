@@ -8,6 +8,7 @@ No token or password ever goes into a message, a repr or a log line.
 from __future__ import annotations
 
 import base64
+import math
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
@@ -103,7 +104,13 @@ class BasicLogin:
                     reason=f"{response.status_code} {message_of(response)}",
                     hint="check OM_USER / OM_PASSWORD",
                 )
-            self._cached = str(response.json()["accessToken"])
+            self._cached = token_in(
+                response,
+                "accessToken",
+                key="password",
+                target=f"POST {redact(base_url)}/api/v1/users/login",
+                hint="check OM_HOST: a proxy or an SSO page answered instead of OpenMetadata",
+            )
         return self._cached
 
     def invalidate(self) -> None:
@@ -142,9 +149,14 @@ class OAuth2ClientCredentials:
                     reason=f"{response.status_code}",
                     hint="check OM_CLIENT_ID / OM_CLIENT_SECRET / OM_OAUTH_TOKEN_URL",
                 )
-            doc = response.json()
-            self._cached = str(doc["access_token"])
-            self._expires = self.clock() + float(doc.get("expires_in", 300)) - 30
+            self._cached = token_in(
+                response,
+                "access_token",
+                key="client_secret",
+                target=f"POST {redact(self.token_url)}",
+                hint="check OM_OAUTH_TOKEN_URL: it must be the provider's token endpoint",
+            )
+            self._expires = self.clock() + _expires_in(response) - 30
         return self._cached
 
     def invalidate(self) -> None:
@@ -179,6 +191,33 @@ class BearerAuth(httpx2.Auth):
 
     def _bearer(self) -> str:
         return f"Bearer {self.provider.token(self._http, self._base_url)}"
+
+
+def token_in(response: httpx2.Response, name: str, *, key: str, target: str, hint: str) -> str:
+    """The token a 200 answer carries in its JSON field `name`, or CredentialError: an answer
+    without one (an HTML page, a JSON body of something else) is no login."""
+    try:
+        doc = response.json()
+    except ValueError:
+        doc = None
+    token = doc.get(name) if isinstance(doc, dict) else None
+    if not isinstance(token, str) or not token:
+        kind = response.headers.get("content-type", "no content type").split(";")[0]
+        raise CredentialError(
+            key=key,
+            target=target,
+            reason=f"200 without a token ({kind}, no {name!r} in a JSON object)",
+            hint=hint,
+        )
+    return token
+
+
+def _expires_in(response: httpx2.Response) -> float:
+    try:
+        seconds = float(response.json().get("expires_in", 300))
+    except (ValueError, TypeError, AttributeError):
+        return 300.0
+    return seconds if math.isfinite(seconds) and seconds > 0 else 300.0  # NaN, 0, < 0: default
 
 
 def message_of(response: httpx2.Response) -> str:

@@ -32,10 +32,10 @@ import httpx2
 from openlineage.client.transport.transport import Transport
 
 from dbt_oml.delivery import outbox
-from dbt_oml.errors import DbtOmlError, TerminalDeliveryError
+from dbt_oml.errors import DbtOmlError, TerminalDeliveryError, TransientDeliveryError
 from dbt_oml.events import serialize as event_json
 from dbt_oml.om.bootstrap import Bootstrap, BootstrapReport, ServiceMapping
-from dbt_oml.om.client import OpenMetadataClient
+from dbt_oml.om.client import OpenMetadataClient, Reply
 from dbt_oml.om.dbt_metadata import TABLE_FIELDS, DbtMetadata
 from dbt_oml.om.event_check import event_problem
 from dbt_oml.om.names import TABLE_NAME_PARTS, fqn, sample
@@ -47,6 +47,8 @@ from dbt_oml.transports.openmetadata_guard import LineageGuard
 from dbt_oml.transports.openmetadata_outcome import Outcome, processed_by_om, unresolved
 
 logger = logging.getLogger(__name__)
+#: The `status` of every answer of OM's OpenLineage endpoints (ref §1.5).
+OM_STATUSES = frozenset({"success", "partial_success", "failure"})
 #: OM's defaults when its settings cannot be read (ref §2.9): COMPLETE only, pipeline service.
 DEFAULT_SETTINGS: Mapping[str, Any] = {"defaultPipelineService": "openlineage"}
 
@@ -130,6 +132,10 @@ class OpenMetadataTransport(Transport):
             outcome = self.deliver(events)
         except DbtOmlError as e:  # OM failing, a secret that does not work, a bad name: keep all
             self._keep(events, str(e))
+            return
+        except Exception as e:
+            logger.debug("delivery failed unexpectedly", exc_info=True)
+            self._keep(events, f"delivery failed unexpectedly ({type(e).__name__}: {e})")
             return
         self.delivered += len(outcome.delivered)
         for index, reason in outcome.kept:
@@ -246,6 +252,7 @@ class OpenMetadataTransport(Transport):
     ) -> None:
         """Post the batch; find the events OM refused or could not fully resolve."""
         reply = self.budget.call(lambda: self.client.post_batch([plans[i].event for i in indexes]))
+        self._check_answer(reply, "batch")
         if reply.status == HTTPStatus.BAD_REQUEST or not isinstance(reply.body, dict):
             self._one_by_one(indexes, plans, report, outcome)
             return
@@ -282,6 +289,7 @@ class OpenMetadataTransport(Transport):
         for index in indexes:
             plan = plans[index]
             reply = self.budget.call(lambda plan=plan: self.client.post_event(plan.event))  # type: ignore[misc]
+            self._check_answer(reply, "")
             if reply.status in (400, 500) or not isinstance(reply.body, dict):
                 outcome.rejected.append((index, f"OpenMetadata refused it: {reply.message}"))
                 continue
@@ -293,6 +301,18 @@ class OpenMetadataTransport(Transport):
                 outcome.kept.append(
                     (index, f"OpenMetadata drew {created} of {plan.edges} lineage edge(s): {why}")
                 )
+
+    def _check_answer(self, reply: Reply, endpoint: str) -> None:
+        """A 2xx that is not OpenMetadata's answer (a proxy's or an SSO page, HTML) took
+        nothing: every event of the batch is kept (ref §1.5: `status` is always there)."""
+        body = reply.body
+        if reply.ok and not (isinstance(body, dict) and body.get("status") in OM_STATUSES):
+            path = f"/api/v1/openlineage/lineage{'/' + endpoint if endpoint else ''}"
+            raise TransientDeliveryError(
+                target=f"POST {redact(self.config.url)}{path}",
+                reason=f"{reply.status} that is not OpenMetadata's answer "
+                f"({reply.message[:80]!r}): a proxy or a login page answered; check the url",
+            )
 
     # -- settings, bootstrap, outbox ---------------------------------------------------------
 

@@ -122,6 +122,7 @@ class FakeOpenMetadata:
     audit: list[tuple[str, str, str, str]] = field(default_factory=list)
     test_case_results: list[dict[str, Any]] = field(default_factory=list)
     faults: list[tuple[int, str]] = field(default_factory=list)
+    proxy_pages: list[str] = field(default_factory=list)  # path prefixes (answer_html_next)
     validate_schemas: bool = True
     holds: list[tuple[str, threading.Event, threading.Event]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -176,6 +177,11 @@ class FakeOpenMetadata:
     def fail_next(self, statuses: Iterable[int], path_prefix: str = "") -> None:
         """Answer the next matching requests with these statuses (e.g. [503, 503])."""
         self.faults.extend((s, path_prefix) for s in statuses)
+
+    def answer_html_next(self, path_prefix: str, times: int = 1) -> None:
+        """The next matching requests get what a proxy or an SSO login page answers instead of
+        OM: 200, text/html (not OM's behaviour: the world's in front of it)."""
+        self.proxy_pages.extend([path_prefix] * times)
 
     def hold(self, path_prefix: str) -> tuple[threading.Event, threading.Event]:
         """Stall the next matching request: `arrived` is set when it comes, it waits for `release`."""
@@ -293,6 +299,12 @@ class FakeOpenMetadata:
         with self._lock:
             self.requests.append(request)
             call = Call(environ, request, raw)
+            page = next((p for p in self.proxy_pages if path.startswith(p)), None)
+            if page is not None:
+                self.proxy_pages.remove(page)
+                request.status, request.violation = 200, "proxy"
+                start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
+                return iter([b"<!doctype html><html><body>Sign in to continue</body></html>"])
             try:
                 fault = next((f for f in self.faults if path.startswith(f[1])), None)
                 if fault is not None:

@@ -295,3 +295,74 @@ def test_jetstream_message_ids_identify_the_run_and_event() -> None:
     event = _event()
     assert message_id(event) == message_id(json.loads(json.dumps(event)))
     assert message_id(event) != message_id(_event("START"))
+
+
+# -- a hostile world: a proxy or an SSO page answering instead of OM (issue 27) -------------
+
+
+def _kept(t: OpenMetadataTransport) -> int:
+    path = Path(t.config.outbox_dir) / "openmetadata.jsonl"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+@pytest.mark.parametrize("auth", ["login", "oauth"])
+def test_a_token_endpoint_answering_html_keeps_every_event(
+    om: FakeOpenMetadata, tmp_path: Path, auth: str
+) -> None:
+    """200 with an HTML page from the login or token endpoint: no token, nothing counted
+    delivered, every event kept, one line naming the endpoint (before: a KeyError/ValueError
+    after the buffer was emptied: 3 'delivered', OM got nothing, the outbox empty)."""
+    om.passwords["etl@example.com"] = "pw"
+    om.oauth_clients["dbt-oml"] = "s3cret"
+    creds = (
+        {"jwt_token": None, "user": "etl@example.com", "password": "pw"}
+        if auth == "login"
+        else {
+            "jwt_token": None,
+            "client_id": "dbt-oml",
+            "client_secret": "s3cret",
+            "oauth_token_url": f"{BASE}/oauth/token",
+        }
+    )
+    om.answer_html_next("/api/v1/users/login" if auth == "login" else "/oauth/token")
+    t = transport(om, tmp_path, **creds)
+    for _ in range(3):
+        t.emit(_event())
+    assert t.close() is False
+    assert t.delivered == 0
+    assert _kept(t) == 3
+    assert om.edges == {}
+    (problem,) = t.problems
+    assert "200 without a token (text/html" in problem
+    assert "s3cret" not in problem
+
+
+@pytest.mark.parametrize("endpoint", ["/api/v1/openlineage/lineage/batch", "/api/v1/openlineage"])
+def test_a_200_that_is_not_oms_answer_counts_nothing_delivered(
+    om: FakeOpenMetadata, tmp_path: Path, endpoint: str
+) -> None:
+    """A proxy's HTML page with 200 on the OpenLineage endpoints: nothing counted delivered,
+    all kept; the next flush sends them (before: events counted delivered, OM held nothing)."""
+    om.answer_html_next(endpoint, times=2)  # the batch, and the one-by-one after it
+    t = transport(om, tmp_path)
+    for _ in range(3):
+        t.emit(_event())
+    assert t.close() is False
+    assert (t.delivered, _kept(t), om.edges) == (0, 3, {})
+    assert "not OpenMetadata's answer" in t.problems[0]
+
+
+def test_an_unexpected_failure_in_delivery_keeps_the_batch(
+    om: FakeOpenMetadata, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = transport(om, tmp_path)
+
+    def broken(events: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(t, "deliver", broken)
+    for _ in range(3):
+        t.emit(_event())
+    assert t.close() is False
+    assert (t.delivered, _kept(t)) == (0, 3)
+    assert "delivery failed unexpectedly (RuntimeError: a bug)" in t.problems[0]
