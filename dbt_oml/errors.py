@@ -8,7 +8,8 @@
      ├── LineageError         one model's SQL could not be analysed: opaque, run goes on
      └── DeliveryError        events kept in the outbox; send them later (flush)         exit 4*
           ├── TransientDeliveryError   the server side may recover: retry later (timeouts, 5xx)
-          │    └── UnreachableError    nothing answers (refused, unknown host): retry briefly
+          │    ├── UnreachableError    nothing answers (refused, unknown host): retry briefly
+          │    └── RateLimitedError    429: retry after the server's Retry-After
           └── TerminalDeliveryError    retrying alone will not help (4xx, a rejected payload)
                └── CredentialError     fix the secret: an unreadable token file, a refused login,
                                        a 401 with a fresh token
@@ -106,6 +107,14 @@ class TerminalDeliveryError(DeliveryError):
 
 class UnreachableError(TransientDeliveryError):
     """Nothing answered at all (connection refused, unknown host): worth one quick retry only."""
+
+
+class RateLimitedError(TransientDeliveryError):
+    """429 Too Many Requests: retried, waiting at least the server's Retry-After (seconds)."""
+
+    def __init__(self, *, target: str, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(target=target, reason=reason)
+        self.retry_after = retry_after
 
 
 class CredentialError(TerminalDeliveryError):

@@ -12,6 +12,8 @@ import logging
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote
@@ -20,6 +22,7 @@ import httpx2
 
 from dbt_oml.errors import (
     CredentialError,
+    RateLimitedError,
     TerminalDeliveryError,
     TransientDeliveryError,
     UnreachableError,
@@ -120,6 +123,12 @@ class OpenMetadataClient:
             )
         if status == HTTPStatus.FORBIDDEN and "not admin" not in message_of(response):
             raise _forbidden(target, message_of(response))
+        if status == HTTPStatus.TOO_MANY_REQUESTS:
+            raise RateLimitedError(
+                target=target,
+                reason=f"429 {message_of(response)}".strip(),
+                retry_after=retry_after(response.headers.get("retry-after")),
+            )
         if status >= HTTPStatus.INTERNAL_SERVER_ERROR:
             raise TransientDeliveryError(target=target, reason=f"{status} {message_of(response)}")
         return Reply(status, _json(response))
@@ -237,6 +246,28 @@ class OpenMetadataClient:
         if not reply.ok:
             raise TerminalDeliveryError(target=target, reason=f"{reply.status} {reply.message}")
         return dict(reply.body) if isinstance(reply.body, dict) else {}
+
+
+def retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
+    """Retry-After in seconds: delta-seconds or an HTTP date; None when absent or unreadable.
+
+    >>> retry_after("7"), retry_after("soon"), retry_after(None)
+    (7.0, None, None)
+    >>> retry_after("Wed, 02 Dec 2026 10:00:30 GMT",
+    ...             now=datetime(2026, 12, 2, 10, 0, tzinfo=timezone.utc))
+    30.0
+    """
+    if not value:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    now = now or datetime.now(timezone.utc)
+    return max(0.0, (when - now).total_seconds())
 
 
 def _json(response: httpx2.Response) -> Any:

@@ -48,6 +48,17 @@ def within(
     return lambda state: clock() + wait(state) > deadline
 
 
+def _honouring_retry_after(wait: Wait) -> Wait:
+    """`wait`, or longer when the server said how long (429's Retry-After)."""
+
+    def waited(state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome is not None else None
+        after = getattr(error, "retry_after", None)
+        return max(wait(state), after) if isinstance(after, int | float) else wait(state)
+
+    return waited
+
+
 def _log_retry(state: RetryCallState) -> None:
     delay = state.next_action.sleep if state.next_action else 0.0
     logger.debug("OpenMetadata unavailable; retrying in %.1fs", delay)
@@ -82,7 +93,8 @@ class RetryBudget:
             raise self.broken
         if self._deadline is None:
             self._deadline = self.clock() + self.seconds
-        out_of_time = within(self._deadline, self.clock, self.wait)
+        wait = _honouring_retry_after(self.wait)
+        out_of_time = within(self._deadline, self.clock, wait)
         refused = 0
 
         def give_up(state: RetryCallState) -> bool:
@@ -98,7 +110,7 @@ class RetryBudget:
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(TransientDeliveryError),
             stop=give_up,
-            wait=self.wait,
+            wait=wait,
             sleep=self.sleep,
             before_sleep=_log_retry,
             reraise=True,

@@ -252,6 +252,14 @@ class OpenMetadataTransport(Transport):
     ) -> None:
         """Post the batch; find the events OM refused or could not fully resolve."""
         reply = self.budget.call(lambda: self.client.post_batch([plans[i].event for i in indexes]))
+        if reply.status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE:  # a proxy's body limit: halve
+            if len(indexes) == 1:
+                outcome.rejected.append((indexes[0], "413: the event alone is over the limit"))
+                return
+            half = len(indexes) // 2
+            self._post(indexes[:half], plans, report, outcome)
+            self._post(indexes[half:], plans, report, outcome)
+            return
         self._check_answer(reply, "batch")
         if reply.status == HTTPStatus.BAD_REQUEST or not isinstance(reply.body, dict):
             self._one_by_one(indexes, plans, report, outcome)

@@ -97,3 +97,46 @@ def test_what_retrying_cannot_fix_is_raised_at_once_and_leaves_the_breaker_close
     with pytest.raises(type(error)):
         run.call(action)
     assert (calls[0], clock.slept, run.broken) == (1, [], None)
+
+
+def test_a_429_waits_the_servers_retry_after_then_succeeds() -> None:
+    """429 was answered as a terminal 4xx (the batch kept, never retried): now it is retried,
+    waiting at least Retry-After (else the usual backoff), within the budget."""
+    from dbt_oml.errors import RateLimitedError
+
+    clock = Clock()
+    limited = [
+        RateLimitedError(target="om", reason="429", retry_after=5.0),
+        RateLimitedError(target="om", reason="429"),
+    ]
+    action, calls = failing(limited)
+    assert budget(clock).call(action) == "ok"
+    assert (calls[0], clock.slept) == (3, [5.0, 1.0])
+
+
+def test_a_retry_after_beyond_the_budget_gives_up_at_once() -> None:
+    from dbt_oml.errors import RateLimitedError
+
+    clock = Clock()
+    action, calls = failing([RateLimitedError(target="om", reason="429", retry_after=3600.0)])
+    with pytest.raises(RateLimitedError):
+        budget(clock).call(action)
+    assert (calls[0], clock.slept) == (1, [])
+
+
+def test_the_client_reads_429_and_retry_after() -> None:
+    import httpx2
+
+    from dbt_oml.errors import RateLimitedError
+    from dbt_oml.om.auth import StaticToken
+    from dbt_oml.om.client import OpenMetadataClient
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(429, headers={"Retry-After": "12"}, json={"message": "slow down"})
+
+    http = httpx2.Client(transport=httpx2.MockTransport(answer))
+    client = OpenMetadataClient("http://om:8585", http=http, auth=StaticToken("t"))
+    with pytest.raises(RateLimitedError) as limited:
+        client.request("GET", "/api/v1/tables")
+    assert limited.value.retry_after == 12.0
+    assert "429 slow down" in str(limited.value)

@@ -366,3 +366,16 @@ def test_an_unexpected_failure_in_delivery_keeps_the_batch(
     assert t.close() is False
     assert (t.delivered, _kept(t)) == (0, 3)
     assert "delivery failed unexpectedly (RuntimeError: a bug)" in t.problems[0]
+
+
+def test_a_413_halves_the_batch_until_it_fits(om: FakeOpenMetadata, tmp_path: Path) -> None:
+    """A proxy's body limit (413) on the batch: halves are posted (before: every flush got 413
+    again, nothing ever went through)."""
+    om.fail_next([413, 413], "/api/v1/openlineage/lineage/batch")  # 4, then the first 2
+    t = transport(om, tmp_path)
+    for _ in range(4):
+        t.emit(_event())
+    assert t.close() is True, t.problems
+    assert t.delivered == 4
+    batches = [r for r in om.requests if r.path.endswith("/batch")]
+    assert [r.status for r in batches] == [413, 413, 200, 200, 200]  # 4; 2; 1, 1; 2
