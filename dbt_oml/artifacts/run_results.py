@@ -102,6 +102,7 @@ def read_run_results(path: Path) -> RunResults:
         generated_at=parse_time(meta.get("generated_at")),
         command=as_text(args.get("which")),
         args={k: str(v) for k, v in args.items() if isinstance(v, str | int | float | bool)},
+        selected=tuple(str(s) for s in as_list(args.get("select"))),
         results=results,
         problems=problems,
     )

@@ -148,6 +148,8 @@ class RunResults:
     generated_at: datetime | None
     command: str | None
     args: Mapping[str, str] = field(default_factory=dict)
+    selected: tuple[str, ...] = ()
+    """The run's -s/--select values (`args.select`, a list)."""
     results: tuple[NodeResult, ...] = ()
     problems: tuple[str, ...] = ()
     """Results dbt-oml reads with a fallback (bad timing, unknown status): one line each."""

@@ -79,6 +79,11 @@ def _naming_options() -> list[click.Option]:
             metavar="NAME",
             help="The invocation's job name (default dbt-run-<project>; dbt-ol's flag works).",
         ),
+        _flag(
+            ["--extended-job-name/--no-extended-job-name"],
+            "The invocation's job as dbt-run-<project>-<profile>-<selection> (dbt-ol's "
+            "OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME).",
+        ),
     ]
 
 

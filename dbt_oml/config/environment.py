@@ -19,6 +19,7 @@ from dbt_oml.runs import Orchestrator, RunRef
 COMPAT_ENV: Mapping[str, str] = {
     "OPENLINEAGE_NAMESPACE": "job_namespace",
     "OPENLINEAGE_DBT_JOB_NAME": "parent_job_name",
+    "OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME": "extended_job_name",
 }
 _OL_ENV_MARKERS: Final = ("OPENLINEAGE_URL", "OPENLINEAGE_CONFIG", "OPENLINEAGE_DISABLED")
 #: The seed script's variables, accepted so its users can switch: OM_* -> openmetadata transport.

@@ -46,6 +46,7 @@ KEYS: Mapping[str, Parser] = {
     "job_naming": parse_naming,
     "job_namespace": parse_str,
     "parent_job_name": parse_str,
+    "extended_job_name": parse_bool,
     "dry_run": parse_bool,
     "column_lineage": parse_bool,
     "allow_empty_column_lineage": parse_bool,

@@ -30,6 +30,8 @@ class Settings:
     job_namespace: str = "dbt"
     """Namespace of the jobs (OPENLINEAGE_NAMESPACE, as for dbt-ol)."""
     parent_job_name: str | None = None
+    extended_job_name: bool = False
+    """dbt-ol's OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME: dbt-run-<project>-<profile>-<selection>."""
     """Name of the invocation's job; default dbt-run-<project> (as for dbt-ol)."""
     dry_run: bool = False
     """Print the events as one JSON document on stdout and send nothing."""

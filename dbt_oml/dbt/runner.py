@@ -51,6 +51,9 @@ class DbtContext:
     `docs generate` follows it)."""
     profile_flag: str | None = None
     target_flag: str | None = None
+    select: tuple[str, ...] = ()
+    """-s/--select (-m/--models) as given, and --selector: dbt-ol's extended job name."""
+    selector: str | None = None
     """`--profile`/`--target` as given to dbt (flag or DBT_PROFILE/DBT_TARGET), None when dbt
     chose them: dbt's partial parsing compares these, not the resolved names."""
 
@@ -123,6 +126,8 @@ def _context_from_dbt(invocation_id: str) -> DbtContext | None:
         usage_stats=bool(getattr(flags, "SEND_ANONYMOUS_USAGE_STATS", False)),
         profile_flag=getattr(flags, "PROFILE", None) or None,
         target_flag=getattr(flags, "TARGET", None) or None,
+        select=tuple(str(s) for s in getattr(flags, "SELECT", None) or ()),
+        selector=getattr(flags, "SELECTOR", None) or None,
     )
 
 

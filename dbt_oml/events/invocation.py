@@ -37,6 +37,9 @@ class Invocation:
     dbt_version: str = "unknown"
     adapter_type: str = "duckdb"
     project_version: str | None = None
+    selected: tuple[str, ...] = ()
+    """The run's -s/--select (-m/--models) values, and its --selector."""
+    selector: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +50,7 @@ class EventSettings:
     adapter_version: str
     job_namespace: str = "dbt"
     parent_job_name: str | None = None
+    extended_job_name: bool = False
     job_naming: JobNaming = JobNaming.DBT_OL
     cwd: str = "/"
     """The directory relative file paths in SQL are resolved against (dbt's working directory)."""

@@ -6,6 +6,7 @@ Pure: the mixin reads the invocation and settings the EventBuilder holds; no I/O
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from openlineage.client.event_v2 import (
@@ -36,7 +37,10 @@ class RunsMixin:
 
     @property
     def parent_job(self) -> str:
-        return self.settings.parent_job_name or f"dbt-run-{self.invocation.project_name}"
+        if self.settings.parent_job_name:
+            return self.settings.parent_job_name
+        name = f"dbt-run-{self.invocation.project_name}"
+        return extended_name(name, self.invocation) if self.settings.extended_job_name else name
 
     def parent_run_id(self) -> str:
         return run_id(self.invocation.invocation_id, "", self.invocation.started_at)
@@ -155,3 +159,25 @@ class RunsMixin:
             job_facets={"jobType": facets.job_type("JOB", self.settings.producer)},
             run_facets=run_facets,
         )
+
+
+def extended_name(name: str, invocation: Invocation) -> str:
+    """dbt-ol's extended wrapper name: `<name>-<profile>-<model>-<model>...` (or `-<selector>`),
+    each selection component with characters other than letters, digits, `_` and `-` as `_`.
+
+    >>> inv = Invocation(invocation_id="i", started_at=datetime(2026, 1, 1), command="run",
+    ...                  project_name="shop", profile_name="prod", selected=("tag:daily", "x+"))
+    >>> extended_name("dbt-run-shop", inv)
+    'dbt-run-shop-prod-tag_daily-x_'
+    """
+    if invocation.profile_name:
+        name = f"{name}-{invocation.profile_name}"
+    if invocation.selected:
+        return f"{name}-" + "-".join(_component(s) for s in invocation.selected)
+    if invocation.selector:
+        return f"{name}-{_component(invocation.selector)}"
+    return name
+
+
+def _component(text: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9_\-]", "_", text)

@@ -191,6 +191,7 @@ def event_settings(
         adapter_version=__version__,
         job_namespace=settings.job_namespace,
         parent_job_name=settings.parent_job_name,
+        extended_job_name=settings.extended_job_name,
         job_naming=settings.job_naming,
         cwd=str(cwd),
         orchestrator=settings.orchestrator,
@@ -208,6 +209,8 @@ def invocation_of(ctx: DbtContext) -> Invocation:
         profile_name=ctx.profile_name,
         dbt_version=ctx.dbt_version,
         adapter_type=ctx.adapter_type,
+        selected=ctx.select,
+        selector=ctx.selector,
     )
 
 

@@ -247,6 +247,21 @@ def test_retry_after_a_failed_build_reruns_what_failed(
         assert [e["eventType"] for e in audit] == ["START", "FAIL"]
 
 
+def test_dbt_ols_extended_job_name(built: CliRun, tmp_path: Path) -> None:
+    """OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME=true names the invocation's job as dbt-ol does:
+    dbt-run-<project>-<profile>-<selection>; `emit` of the same run names it the same."""
+    project = copy_of_built(built, tmp_path / "project")
+    env = {"OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME": "true"}
+    args = ["run", "-s", "stg_orders", "tag:nothing+", "--profiles-dir", ".", "--no-docs-generate"]
+    run = run_cli(args, cwd=project, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    name = "dbt-run-jaffle_oml-jaffle_oml-stg_orders-tag_nothing_"
+    assert run.events[0]["job"]["name"] == name
+    assert run.events[-1]["job"]["name"] == name
+    emitted = run_in_process(["--dry-run", "emit", "--profiles-dir", "."], cwd=project, env=env)
+    assert json.loads(emitted.stdout)["events"][0]["job"]["name"] == name
+
+
 @pytest.mark.parametrize("command", [["ls"], ["compile", "-s", "stg_orders"]])
 def test_commands_that_run_no_nodes_are_plain_dbt(
     built: CliRun, tmp_path: Path, command: list[str]

@@ -275,3 +275,17 @@ def test_a_duckdb_namespace_typo_is_refused_with_what_is_valid(
     assert says in str(refused.value)
     assert "{alias}, {stem}" in str(refused.value) or "duckdb://pod/{alias}" in str(refused.value)
     assert _load(tmp_path, cli={"duckdb_namespace": "duckdb://pod/{alias}-{stem}"}).duckdb_namespace
+
+
+def test_dbt_ols_extended_job_name_variable(tmp_path: Path) -> None:
+    """OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME is honoured (it was silently ignored); a value
+    other than true/1/false/0 is refused, as dbt-ol refuses it."""
+    on = _load(tmp_path, env={"OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME": "true"})
+    assert on.extended_job_name is True
+    assert (
+        _load(tmp_path, env={"OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME": "0"}).extended_job_name
+        is False
+    )
+    with pytest.raises(ConfigError) as refused:
+        _load(tmp_path, env={"OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME": "maybe"})
+    assert "OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME" in str(refused.value)
