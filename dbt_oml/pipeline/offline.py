@@ -66,6 +66,8 @@ def _invocation(project: ResolvedProject, artifacts: RunArtifacts) -> Invocation
         profile_name=project.profile_name,
         dbt_version=results.dbt_version,
         adapter_type=project.adapter_type,
+        selected=results.selected,
+        selector=results.args.get("selector") or None,
     )
 
 
