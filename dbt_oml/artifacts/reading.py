@@ -31,8 +31,12 @@ def load_document(path: Path, kind: str) -> dict[str, Any]:
         ) from None
     except OSError as e:
         raise ArtifactError(path=str(path), reason=f"cannot be read ({e.strerror})") from e
+    except MemoryError:
+        raise _too_large(path, kind) from None
     try:
         doc = json.loads(raw)
+    except MemoryError:
+        raise _too_large(path, kind) from None
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
         why = "nested too deep" if isinstance(e, RecursionError) else str(e)
         raise ArtifactError(
@@ -44,6 +48,14 @@ def load_document(path: Path, kind: str) -> dict[str, Any]:
         raise ArtifactError(path=str(path), reason=f"is not a dbt {kind} (no metadata object)")
     _check_version(path, kind, doc["metadata"].get("dbt_schema_version"))
     return doc
+
+
+def _too_large(path: Path, kind: str) -> ArtifactError:
+    return ArtifactError(
+        path=str(path),
+        reason="is too large to load (out of memory)",
+        hint=f"give dbt-oml more memory, or re-run dbt to rewrite the {kind}",
+    )
 
 
 def _check_version(path: Path, kind: str, url: object) -> None:

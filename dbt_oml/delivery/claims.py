@@ -6,7 +6,12 @@ delivered or kept again. A flush killed in between (SIGKILL, a CronJob's timeout
 pod) leaves its claims; the next flush gives back every claim whose owner is gone (its process
 no longer runs on this host, or a claim of another host older than STALE_AFTER) under the
 file's own name, so nothing kept is stranded. Events of a claim given back may be sent twice;
-OpenLineage consumers take a run's event again as the same event.
+OpenLineage consumers take a run's event again as the same event. Two flushes that give back the
+same claim at once: the first one's rename wins, the other leaves it.
+
+The lines of a claim that are no event (torn, nested too deep, edited by hand) are set aside in
+`<stem>.rejected.jsonl` before the claim goes, as they were: flush never sends them, and nothing
+is lost.
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Final
+
+from dbt_oml.delivery.outbox import REJECTED_SUFFIX, copy_lines
 
 logger = logging.getLogger(__name__)
 
@@ -63,20 +70,41 @@ def recover(outbox: Path, *, now: float | None = None) -> list[Path]:
     now = time.time() if now is None else now
     back = []
     for claimed in sorted(outbox.glob(f"*.jsonl{CLAIM}*")):
-        name, _, owner = claimed.name.partition(CLAIM)
-        if not claimed.is_file() or not _gone(owner.lstrip("-"), claimed, now=now):
+        try:
+            target = _give_back(claimed, now=now)
+        except FileNotFoundError:  # another flush gave it back (or finished it) first
             continue
-        target = claimed.with_name(name)
-        if target.exists():  # a new file of the same name meanwhile: keep both
-            target = claimed.with_name(
-                f"{Path(name).stem}.recovered-{owner.lstrip('-') or 'old'}.jsonl"
+        if target is not None:
+            logger.warning(
+                "%s: a flush that did not finish left it; given back as %s", claimed, target.name
             )
-        claimed.replace(target)
-        logger.warning(
-            "%s: a flush that did not finish left it; given back as %s", claimed, target.name
-        )
-        back.append(target)
+            back.append(target)
     return back
+
+
+def _give_back(claimed: Path, *, now: float) -> Path | None:
+    """A claim whose flush is gone, renamed back to its file's name; None for a live one."""
+    name, _, owner = claimed.name.partition(CLAIM)
+    if not claimed.is_file() or not _gone(owner.lstrip("-"), claimed, now=now):
+        return None
+    target = claimed.with_name(name)
+    if target.exists():  # a new file of the same name meanwhile: keep both
+        target = claimed.with_name(
+            f"{Path(name).stem}.recovered-{owner.lstrip('-') or 'old'}.jsonl"
+        )
+    return claimed.replace(target)
+
+
+def set_aside(claimed: Path, numbers: Collection[int]) -> Path | None:
+    """The lines `numbers` of a claim (lines that are no event) appended to its file's
+    `<stem>.rejected.jsonl` (a rejected file's own name), as they were; that file, or None."""
+    if not numbers:
+        return None
+    name = claimed.name.partition(CLAIM)[0]
+    rejected = name if name.endswith(REJECTED_SUFFIX) else f"{Path(name).stem}{REJECTED_SUFFIX}"
+    dest = claimed.with_name(rejected)
+    copy_lines(claimed, numbers, dest)
+    return dest
 
 
 def release(claimed: Path, *, all_delivered: bool) -> None:

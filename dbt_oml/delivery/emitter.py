@@ -26,7 +26,7 @@ from openlineage.client.event_v2 import (
 )
 from openlineage.client.facet_v2 import tags_run
 
-from dbt_oml.delivery.outbox import append_events, read_numbered
+from dbt_oml.delivery.outbox import append_events, read_lines
 from dbt_oml.errors import ArtifactError
 from dbt_oml.events import serialize as event_json
 from dbt_oml.redaction import redact
@@ -235,26 +235,32 @@ class Delivery:
 
 
 def read_outbox(path: Path) -> list[RunEvent]:
-    """The events kept in an outbox file, in order.
+    """The events kept in an outbox file, in order (read_kept, without the skipped lines)."""
+    return read_kept(path)[0]
 
-    A line that is not an event (torn by a crash mid-write, edited by hand) is skipped with a
-    WARNING naming the file and line; the rest of the file still counts.
+
+def read_kept(path: Path) -> tuple[list[RunEvent], tuple[int, ...]]:
+    """The events kept in an outbox file, in order, and the numbers of its lines that are none.
+
+    A line that is not an event (torn by a crash mid-write, nested too deep, edited by hand) is
+    skipped with a WARNING naming the file and line; the rest of the file still counts.
 
     Raises:
         ArtifactError: the file does not exist or cannot be read.
     """
     try:
-        docs, problems = read_numbered(path)
+        read = read_lines(path)
     except FileNotFoundError:
         raise ArtifactError(path=str(path), reason="not found") from None
     except OSError as e:
         raise ArtifactError(path=str(path), reason=f"cannot be read ({e.strerror})") from e
-    for problem in problems:
+    for problem in read.problems:
         logger.warning("%s", problem)
-    events = []
-    for number, doc in docs:
+    events, skipped = [], list(read.skipped)
+    for number, doc in read.events:
         try:
             events.append(from_dict(doc))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             logger.warning("%s:%d: skipped, not an OpenLineage event (%r)", path, number, e)
-    return events
+            skipped.append(number)
+    return events, tuple(sorted(skipped))

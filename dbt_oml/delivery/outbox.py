@@ -3,7 +3,7 @@
 Every writer of an outbox goes through here: files are created 0600 (events may carry SQL and
 error texts), each append is whole lines in one write, and reasons are redacted. Reading skips a
 torn or corrupt line with a warning naming the file and line, so one bad line never costs the
-rest of the file.
+rest of the file; `copy_lines` keeps such lines, as they were, where they are not sent again.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,9 @@ from dbt_oml.redaction import redact, redact_event
 logger = logging.getLogger(__name__)
 
 FILE_MODE = 0o600
+#: Events refused for good, and lines that are no event: `dbt-oml replay FILE` sends them on
+#: purpose, flush never.
+REJECTED_SUFFIX = ".rejected.jsonl"
 
 
 def _append_text(path: Path, text: str) -> None:
@@ -51,6 +55,27 @@ def append_reason(path: Path, count: int, reason: str, *, now: datetime | None =
     _append_text(path, f"{stamp} {count} event(s): {one_line}\n")
 
 
+def copy_lines(source: Path, numbers: Collection[int], dest: Path) -> int:
+    """Append the lines of `source` numbered `numbers` to `dest` as they were (redacted, each
+    ended by a newline), in one write; returns how many."""
+    wanted = set(numbers)
+    with source.open(encoding="utf-8", errors="replace") as lines:
+        kept = [line for number, line in enumerate(lines, 1) if number in wanted]
+    if kept:
+        _append_text(dest, "".join(redact(line.rstrip("\n")) + "\n" for line in kept))
+    return len(kept)
+
+
+@dataclass(frozen=True)
+class OutboxLines:
+    """An outbox file as read: (number, JSON object) of each good line, one problem per bad
+    line, and the numbers of the bad lines (skipped, to be kept elsewhere)."""
+
+    events: list[tuple[int, dict[str, Any]]]
+    problems: list[str]
+    skipped: tuple[int, ...]
+
+
 def read_events(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """The events of an outbox file, and one problem per line that is not a JSON object."""
     numbered, problems = read_numbered(path)
@@ -58,26 +83,39 @@ def read_events(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def read_numbered(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
-    """(line number, JSON object) of every good line, and one problem per bad line.
+    """(line number, JSON object) of every good line, and one problem per bad line."""
+    read = read_lines(path)
+    return read.events, read.problems
 
-    A bad line (torn by a crash mid-write, not JSON, not an object) is skipped; its problem
-    names the file and the line.
+
+def read_lines(path: Path) -> OutboxLines:
+    """Every line of an outbox file, good or bad.
+
+    A bad line (torn by a crash mid-write, not JSON, nested too deep, not an object) is skipped;
+    its problem names the file and the line.
     """
     events: list[tuple[int, dict[str, Any]]] = []
     problems: list[str] = []
+    skipped: list[int] = []
     with path.open(encoding="utf-8", errors="replace") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 doc = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as e:
+            except (ValueError, RecursionError) as e:
                 torn = "" if line.endswith("\n") else ", torn (no end of line)"
-                why = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deep"
+                why = e.msg if isinstance(e, json.JSONDecodeError) else _why(e)
                 problems.append(f"{path}:{number}: skipped, not a JSON line{torn} ({why})")
+                skipped.append(number)
                 continue
             if not isinstance(doc, dict):
                 problems.append(f"{path}:{number}: skipped, not a JSON object")
+                skipped.append(number)
                 continue
             events.append((number, doc))
-    return events, problems
+    return OutboxLines(events, problems, tuple(skipped))
+
+
+def _why(error: Exception) -> str:
+    return "nested too deep" if isinstance(error, RecursionError) else str(error)

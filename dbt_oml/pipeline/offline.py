@@ -15,8 +15,9 @@ from typing import Any
 from dbt_oml.artifacts import RunArtifacts, RunResults, failure_summary, read_artifacts
 from dbt_oml.config import Settings
 from dbt_oml.dbt.project import ProjectOptions, ResolvedProject, resolve_project
-from dbt_oml.delivery.claims import claim, recover, release
-from dbt_oml.delivery.emitter import Delivery, read_outbox
+from dbt_oml.delivery.claims import claim, recover, release, set_aside
+from dbt_oml.delivery.emitter import Delivery, read_kept
+from dbt_oml.delivery.outbox import REJECTED_SUFFIX
 from dbt_oml.errors import ArtifactError
 from dbt_oml.events.builder import iter_events
 from dbt_oml.events.invocation import Invocation
@@ -122,14 +123,11 @@ def _emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
     return report
 
 
-#: Events the server refused for good: `dbt-oml replay FILE` sends them on purpose, flush never.
-REJECTED_SUFFIX = ".rejected.jsonl"
-
-
 def outbox_files(settings: Settings, target_path: Path) -> tuple[Path, list[Path]]:
     """The outbox directory of a project's target, and the files `dbt-oml flush` sends.
 
-    `*.rejected.jsonl` (events the server refused for good) stay where they are.
+    `*.rejected.jsonl` (events the server refused for good, lines that are no event) stay where
+    they are: `dbt-oml replay FILE` sends them on purpose, flush never.
     """
     outbox = settings.outbox_dir or target_path / STATE_DIR / "outbox"
     if outbox.is_dir():
@@ -150,7 +148,8 @@ def replay(settings: Settings, files: Sequence[Path], *, target_path: Path) -> R
     report = Report()
     emitter, report.destination = make_emitter(settings, target_path)
     staged = claim(files) if emitter is not None else list(files)
-    events = [event for path in staged for event in read_outbox(path)]
+    kept = {path: read_kept(path) for path in staged}
+    events = [event for file_events, _ in kept.values() for event in file_events]
     report.events_built = len(events)
     if emitter is None:
         staged = []
@@ -161,10 +160,22 @@ def replay(settings: Settings, files: Sequence[Path], *, target_path: Path) -> R
     delivery.send_all(events)
     report.delivery = delivery.close()
     for path in staged:
+        _set_aside(path, kept[path][1])
         release(path, all_delivered=not report.delivery.failed)
     if settings.dry_run:
         add_bootstrap_plan(settings, report)
     return report
+
+
+def _set_aside(claimed: Path, skipped: tuple[int, ...]) -> None:
+    """Keep a claim's lines that are no event (each already warned about) before it goes."""
+    rejected = set_aside(claimed, skipped)
+    if rejected is not None:
+        logger.warning(
+            "%d line(s) that are no event kept in %s (never sent by flush)",
+            len(skipped),
+            rejected,
+        )
 
 
 def lineage_view(options: ProjectOptions) -> LineageView:

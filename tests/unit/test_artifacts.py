@@ -211,3 +211,24 @@ def test_an_artifact_nested_too_deep_is_one_line(mini_target: Path, name: str) -
         read_artifacts(mini_target)
     assert "nested too deep" in str(refused.value)
     assert name in str(refused.value)
+
+
+@pytest.mark.parametrize("name", ["run_results.json", "manifest.json"])
+def test_an_artifact_too_large_to_load_is_one_line(
+    mini_target: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A MemoryError while loading a required artifact is the same one-line ArtifactError."""
+    import json as json_module
+
+    big = (mini_target / name).read_bytes()
+    real = json_module.loads
+
+    def out_of_memory(raw: bytes, **kwargs: object) -> object:
+        if raw == big:
+            raise MemoryError
+        return real(raw, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(json_module, "loads", out_of_memory)
+    with pytest.raises(ArtifactError) as refused:
+        read_artifacts(mini_target)
+    assert str(refused.value).startswith(f"{mini_target / name}: is too large to load")

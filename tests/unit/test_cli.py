@@ -251,8 +251,16 @@ def _emit(
             ),
             "manifest schema v99 is not supported",
         ),
+        (
+            lambda t: (t / "manifest.json").write_text("[" * 100_000),
+            "manifest.json: is not valid JSON (nested too deep)",
+        ),
+        (
+            lambda t: (t / "run_results.json").write_text("[" * 100_000),
+            "run_results.json: is not valid JSON (nested too deep)",
+        ),
     ],
-    ids=["missing", "corrupt", "version"],
+    ids=["missing", "corrupt", "version", "deep-manifest", "deep-run-results"],
 )
 def test_emit_bad_artifacts(
     tmp_path: Path,
@@ -269,6 +277,22 @@ def test_emit_bad_artifacts(
     assert len(lines) == 1, proc.stderr
     assert expected in lines[0]
     assert str(mini_target) in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_emit_with_a_catalog_nested_too_deep_warns_and_sends(
+    tmp_path: Path,
+    mini_target: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """catalog.json is optional: nested 100,000 deep it is one WARNING, and the events go out."""
+    (mini_target / "catalog.json").write_text("[" * 100_000)
+    proc = _emit(tmp_path, mini_target, monkeypatch=monkeypatch, capsys=capsys)
+    assert proc.returncode == ExitCode.SUCCESS, proc.stderr
+    warning = f"WARNING: {mini_target / 'catalog.json'}: is not valid JSON (nested too deep)"
+    assert proc.stderr.count(warning) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_emit_dry_run_prints_one_json_document(
@@ -494,3 +518,32 @@ def test_a_flush_that_delivers_everything_removes_the_reasons_log(
     monkeypatch.chdir(proj)
     assert main(["flush"]) == ExitCode.SUCCESS, capsys.readouterr().err
     assert sorted(p.name for p in outbox.iterdir()) == ["inv.rejected.jsonl"]
+
+
+def test_a_flush_keeps_the_lines_it_cannot_read_in_a_rejected_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A line nested 100,000 deep, a JSON object that is no event, a torn last line: each is
+    skipped with a WARNING, every event of every file is sent, and the skipped lines are kept
+    as they were in `<stem>.rejected.jsonl` (flush never sends it): nothing is lost."""
+    proj, events = _outbox_project(tmp_path)
+    outbox = proj / "target" / "dbt_oml" / "outbox"
+    good = (outbox / "inv.jsonl").read_text()
+    deep, no_event, torn = "[" * 100_000, '{"eventType": "COMPLETE"}', good[:50]
+    (outbox / "inv.jsonl").write_text(f"{deep}\n{good}{no_event}\n{torn}")
+    (outbox / "other.jsonl").write_text(good)
+    (outbox / "odd.jsonl").mkdir()  # a directory: left alone, one WARNING
+    monkeypatch.chdir(proj)
+    assert main(["flush"]) == ExitCode.SUCCESS, capsys.readouterr().err
+    sent = (proj / "target" / "openlineage" / "events.jsonl").read_text().splitlines()
+    assert len(sent) == 2 * len(events)
+    assert sorted(p.name for p in outbox.iterdir()) == [
+        "inv.rejected.jsonl",
+        "odd.jsonl",
+    ]
+    rejected = (outbox / "inv.rejected.jsonl").read_text().splitlines()
+    assert rejected[1:] == [deep, no_event, torn]  # after the event the server refused
+    err = capsys.readouterr().err
+    assert err.count("odd.jsonl: a directory, not an outbox file: left alone") == 1
+    assert f"3 line(s) that are no event kept in {outbox / 'inv.rejected.jsonl'}" in err
+    assert "Traceback" not in err

@@ -255,3 +255,50 @@ def test_a_directory_named_like_an_outbox_file_is_left_alone(tmp_path: Path) -> 
     (tmp_path / "gone.rejected.jsonl").write_text("{}\n")
     _, files = outbox_files(Settings(outbox_dir=tmp_path), tmp_path)
     assert files == [tmp_path / "kept.jsonl"]
+
+
+def test_read_kept_names_the_lines_that_are_no_event(tmp_path: Path, mini_target: Path) -> None:
+    """Not JSON, nested too deep, JSON but not an object, an object but not an event: each is
+    skipped, and its number is given so that the line can be kept (set aside, not lost)."""
+    from dbt_oml.delivery.emitter import read_kept
+
+    event = json.dumps(to_dict(_events(mini_target)[0]))
+    path = tmp_path / "kept.jsonl"
+    lines = ["{not json", "[" * 100_000, "[1]", '{"eventType": "COMPLETE"}', event, ""]
+    path.write_text("\n".join(lines) + "\n")
+    events, skipped = read_kept(path)
+    assert len(events) == 1
+    assert skipped == (1, 2, 3, 4)
+
+
+def test_set_aside_keeps_skipped_lines_as_they_were_in_a_rejected_file(tmp_path: Path) -> None:
+    from dbt_oml.delivery.claims import claim, set_aside
+
+    (tmp_path / "inv.jsonl").write_text('{"a": 1}\n[[[\n{"b": 2}\ntorn')
+    (tmp_path / "inv.rejected.jsonl").write_text('{"refused": 1}\n')
+    (claimed,) = claim([tmp_path / "inv.jsonl"])
+    assert set_aside(claimed, (2, 4)) == tmp_path / "inv.rejected.jsonl"
+    assert (tmp_path / "inv.rejected.jsonl").read_text() == '{"refused": 1}\n[[[\ntorn\n'
+    assert set_aside(claimed, ()) is None
+    # a rejected file replayed by name keeps its own skipped lines under its own name
+    (again,) = claim([tmp_path / "inv.rejected.jsonl"])
+    assert set_aside(again, (2,)) == tmp_path / "inv.rejected.jsonl"
+
+
+def test_recover_skips_a_claim_another_flush_gave_back_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two flushes start at once and both see a killed flush's claim: one gives it back, the
+    other goes on (no FileNotFoundError, exit 5), and the file is given back once."""
+    from dbt_oml.delivery import claims
+
+    (tmp_path / "old.jsonl.replaying").write_text("{}\n")
+    real = Path.replace
+
+    def the_other_flush_first(self: Path, target: Path) -> Path:
+        real(self, tmp_path / "old.jsonl")
+        return real(self, target)
+
+    monkeypatch.setattr(Path, "replace", the_other_flush_first)
+    assert claims.recover(tmp_path) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["old.jsonl"]
