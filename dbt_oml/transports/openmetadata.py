@@ -32,10 +32,10 @@ import httpx2
 from openlineage.client.transport.transport import Transport
 
 from dbt_oml.delivery import outbox
-from dbt_oml.errors import DbtOmlError, TerminalDeliveryError, TransientDeliveryError
+from dbt_oml.errors import DbtOmlError, TerminalDeliveryError
 from dbt_oml.events import serialize as event_json
 from dbt_oml.om.bootstrap import Bootstrap, BootstrapReport, ServiceMapping
-from dbt_oml.om.client import OpenMetadataClient, Reply
+from dbt_oml.om.client import OpenMetadataClient
 from dbt_oml.om.dbt_metadata import TABLE_FIELDS, DbtMetadata
 from dbt_oml.om.event_check import event_problem
 from dbt_oml.om.names import TABLE_NAME_PARTS, fqn, sample
@@ -44,11 +44,16 @@ from dbt_oml.om.retry import RetryBudget
 from dbt_oml.redaction import redact
 from dbt_oml.transports.openmetadata_config import OpenMetadataConfig
 from dbt_oml.transports.openmetadata_guard import LineageGuard
-from dbt_oml.transports.openmetadata_outcome import Outcome, processed_by_om, unresolved
+from dbt_oml.transports.openmetadata_outcome import (
+    BATCH_PATH,
+    EVENT_PATH,
+    Outcome,
+    check_answer,
+    processed_by_om,
+    unresolved,
+)
 
 logger = logging.getLogger(__name__)
-#: The `status` of every answer of OM's OpenLineage endpoints (ref §1.5).
-OM_STATUSES = frozenset({"success", "partial_success", "failure"})
 #: OM's defaults when its settings cannot be read (ref §2.9): COMPLETE only, pipeline service.
 DEFAULT_SETTINGS: Mapping[str, Any] = {"defaultPipelineService": "openlineage"}
 
@@ -260,13 +265,13 @@ class OpenMetadataTransport(Transport):
             self._post(indexes[:half], plans, report, outcome)
             self._post(indexes[half:], plans, report, outcome)
             return
-        self._check_answer(reply, "batch")
+        check_answer(reply, f"POST {redact(self.config.url)}{BATCH_PATH}")
         if reply.status == HTTPStatus.BAD_REQUEST or not isinstance(reply.body, dict):
             self._one_by_one(indexes, plans, report, outcome)
             return
         if not reply.ok:
             raise TerminalDeliveryError(
-                target=f"POST {redact(self.config.url)}/api/v1/openlineage/lineage/batch",
+                target=f"POST {redact(self.config.url)}{BATCH_PATH}",
                 reason=f"{reply.status} {reply.message}",
             )
         failed = {}
@@ -297,7 +302,7 @@ class OpenMetadataTransport(Transport):
         for index in indexes:
             plan = plans[index]
             reply = self.budget.call(lambda plan=plan: self.client.post_event(plan.event))  # type: ignore[misc]
-            self._check_answer(reply, "")
+            check_answer(reply, f"POST {redact(self.config.url)}{EVENT_PATH}")
             if reply.status in (400, 500) or not isinstance(reply.body, dict):
                 outcome.rejected.append((index, f"OpenMetadata refused it: {reply.message}"))
                 continue
@@ -309,18 +314,6 @@ class OpenMetadataTransport(Transport):
                 outcome.kept.append(
                     (index, f"OpenMetadata drew {created} of {plan.edges} lineage edge(s): {why}")
                 )
-
-    def _check_answer(self, reply: Reply, endpoint: str) -> None:
-        """A 2xx that is not OpenMetadata's answer (a proxy's or an SSO page, HTML) took
-        nothing: every event of the batch is kept (ref §1.5: `status` is always there)."""
-        body = reply.body
-        if reply.ok and not (isinstance(body, dict) and body.get("status") in OM_STATUSES):
-            path = f"/api/v1/openlineage/lineage{'/' + endpoint if endpoint else ''}"
-            raise TransientDeliveryError(
-                target=f"POST {redact(self.config.url)}{path}",
-                reason=f"{reply.status} that is not OpenMetadata's answer "
-                f"({reply.message[:80]!r}): a proxy or a login page answered; check the url",
-            )
 
     # -- settings, bootstrap, outbox ---------------------------------------------------------
 

@@ -6,7 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dbt_oml.errors import TransientDeliveryError
 from dbt_oml.om.bootstrap import BootstrapReport
+from dbt_oml.om.client import Reply
+
+#: The `status` of every answer of OM's OpenLineage endpoints (ref §1.5).
+OM_STATUSES = frozenset({"success", "partial_success", "failure"})
+EVENT_PATH = "/api/v1/openlineage/lineage"
+BATCH_PATH = f"{EVENT_PATH}/batch"
 
 
 @dataclass(slots=True)
@@ -46,3 +53,16 @@ def unresolved(event: Mapping[str, Any], report: BootstrapReport) -> str:
         "it could not resolve every dataset (namespaceToServiceMapping names a service that is "
         "not there, or spelled differently: OM 1.12 looks mapped names up exactly)"
     )
+
+
+def check_answer(reply: Reply, target: str) -> None:
+    """A 2xx that is not OpenMetadata's answer (a proxy's or an SSO page, HTML) took nothing:
+    TransientDeliveryError, so every event of the batch is kept (ref §1.5: OM's answer always
+    has `status`)."""
+    body = reply.body
+    if reply.ok and not (isinstance(body, dict) and body.get("status") in OM_STATUSES):
+        raise TransientDeliveryError(
+            target=target,
+            reason=f"{reply.status} that is not OpenMetadata's answer "
+            f"({reply.message[:80]!r}): a proxy or a login page answered; check the url",
+        )
