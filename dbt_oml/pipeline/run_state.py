@@ -127,6 +127,14 @@ def make_emitter(settings: Settings, target_path: Path) -> tuple[Emitter | None,
         ) from e
     if settings.openlineage_configured and settings.transport is None:
         where = f"{client.transport.kind} transport (openlineage config)"
+        if settings.om_transport and client.transport.kind not in ("openmetadata", "composite"):
+            logger.warning(
+                "OM_HOST is set, but openlineage-python's configuration (OPENLINEAGE_URL, "
+                "openlineage.yml or OPENLINEAGE__TRANSPORT__*) chose the %s transport: "
+                "OpenMetadata gets nothing. For OpenMetadata set OPENLINEAGE__TRANSPORT__TYPE="
+                "openmetadata (OM_* fill it in), or unset OPENLINEAGE_URL",
+                client.transport.kind,
+            )
     transport_config = getattr(client.transport, "config", None)
     if getattr(transport_config, "outbox_dir", None) == "dbt-oml-outbox":
         # the OpenMetadata transport's default: keep its outbox with dbt-oml's other state

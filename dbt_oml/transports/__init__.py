@@ -9,12 +9,15 @@ Must not import the pipeline, the CLI, the relay or dbt: the layers above hand s
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from openlineage.client.transport import get_default_factory
 from openlineage.client.transport.factory import DefaultTransportFactory
 from openlineage.client.transport.transport import Transport
+
+logger = logging.getLogger(__name__)
 
 #: Our transport kinds, imported lazily by the factory (their dependencies stay optional).
 KINDS = {
@@ -38,6 +41,17 @@ class TransportFactory(DefaultTransportFactory):
 
     def _create_transport(self, config: dict[str, str]) -> Transport:
         kind = next((k for k, path in KINDS.items() if config.get("type") in (k, path)), None)
+        if kind is not None and isinstance(config.get("transports"), Mapping):
+            # openlineage-python turns a leftover OPENLINEAGE_URL into `transports:
+            # {default_http: ...}` of whatever OPENLINEAGE__TRANSPORT__TYPE names; one transport
+            # of ours has no sub-transports: the explicit type wins, said once
+            extra = ", ".join(config.pop("transports"))
+            logger.info(
+                "transport %s: OPENLINEAGE_URL (%s) left out: OPENLINEAGE__TRANSPORT__TYPE "
+                "names the transport (use type: composite for both)",
+                kind,
+                extra,
+            )
         for key, value in self.defaults.get(kind or "", {}).items():
             if key != "type" and config.get(key) in (None, ""):
                 config[key] = value

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -289,3 +290,39 @@ def test_dbt_ols_extended_job_name_variable(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as refused:
         _load(tmp_path, env={"OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME": "maybe"})
     assert "OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME" in str(refused.value)
+
+
+def _emitter_from(env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    import os
+
+    from dbt_oml.pipeline.run_state import make_emitter
+
+    monkeypatch.setattr(os, "environ", dict(env))  # the client writes aliases into it
+    settings = load_settings(cli={}, environ=env, cwd=tmp_path, home=tmp_path / "home")
+    client, _ = make_emitter(settings, tmp_path)
+    return client
+
+
+def test_a_leftover_openlineage_url_gives_way_to_the_transport_type(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OPENLINEAGE_URL from dbt-ol days + OPENLINEAGE__TRANSPORT__TYPE=openmetadata + OM_HOST:
+    the OM transport, filled in from OM_* (before: exit 3, 'transport.transports' unknown)."""
+    env = {
+        "OPENLINEAGE_URL": "http://127.0.0.1:9",
+        "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata",
+        "OM_HOST": "https://om.example.com",
+        "OM_JWT_TOKEN": "bot-jwt",
+    }
+    client = _emitter_from(env, tmp_path, monkeypatch)
+    assert client.transport.kind == "openmetadata"
+    assert client.transport.config.url == "https://om.example.com"
+
+
+def test_om_host_under_an_openlineage_url_is_said_not_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    env = {"OPENLINEAGE_URL": "http://127.0.0.1:9", "OM_HOST": "https://om.example.com"}
+    client = _emitter_from(env, tmp_path, monkeypatch)
+    assert client.transport.kind == "http"
+    assert "OM_HOST is set, but openlineage-python's configuration" in caplog.text
