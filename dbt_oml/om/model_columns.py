@@ -11,16 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-#: What says a column's type: kept from OM when ours does not know it.
-_TYPE_FIELDS = (
-    "dataType",
-    "dataTypeDisplay",
-    "dataLength",
-    "precision",
-    "scale",
-    "arrayDataType",
-    "children",
-)
+from dbt_oml.om.types import TYPE_FIELDS
 
 
 def kept_columns(held: Any, ours: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -47,7 +38,7 @@ def kept_columns(held: Any, ours: Sequence[Mapping[str, Any]]) -> list[dict[str,
                     k: v
                     for k, v in mine.items()
                     if v not in (None, "", [])
-                    and (known_type or k not in _TYPE_FIELDS)
+                    and (known_type or k not in TYPE_FIELDS)
                     and k != "name"
                 }
             )

@@ -14,7 +14,7 @@ from typing import Any
 
 from dbt_oml.om.names import TABLE_NAME_PARTS, check_name
 from dbt_oml.om.prepare import STORAGE_PREFIXES
-from dbt_oml.om.types import om_column
+from dbt_oml.om.types import TYPE_FIELDS, om_column
 
 #: The dataset facet dbt-oml adds to say where a schema came from (see events).
 SCHEMA_SOURCE_FACET = "dbt_oml_schema"
@@ -70,13 +70,7 @@ def table_body(ref: TableRef, dataset: Mapping[str, Any], schema_fqn: str) -> di
 #: Column fields a PUT sends back (everything else OM computes itself).
 _COLUMN_KEYS = (
     "name",
-    "dataType",
-    "dataTypeDisplay",
-    "dataLength",
-    "precision",
-    "scale",
-    "arrayDataType",
-    "children",
+    *TYPE_FIELDS,
     "description",
     "constraint",
     "tags",

@@ -12,6 +12,17 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+#: The fields of an OM column that say its type (om_column writes them).
+TYPE_FIELDS: Final = (
+    "dataType",
+    "dataTypeDisplay",
+    "dataLength",
+    "precision",
+    "scale",
+    "arrayDataType",
+    "children",
+)
+
 #: DuckDB's unbounded strings are declared like SQL Server's varchar(max): 2^31 - 1.
 MAX_LENGTH: Final = 2_147_483_647
 #: DECIMAL(precision) or DECIMAL(precision, scale).
