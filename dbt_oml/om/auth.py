@@ -18,7 +18,8 @@ from typing import Protocol
 
 import httpx2
 
-from dbt_oml.errors import CredentialError, TransientDeliveryError
+from dbt_oml.errors import CredentialError, RateLimitedError, TransientDeliveryError
+from dbt_oml.om.retry import retry_after
 from dbt_oml.redaction import redact
 
 
@@ -97,6 +98,7 @@ class BasicLogin:
                 raise TransientDeliveryError(
                     target=base_url, reason=f"login: {type(e).__name__}"
                 ) from e
+            unavailable(response, f"POST {redact(base_url)}/api/v1/users/login")
             if response.status_code != HTTPStatus.OK:
                 raise CredentialError(
                     key="password",
@@ -142,6 +144,7 @@ class OAuth2ClientCredentials:
                 response = http.post(self.token_url, data=form)
             except httpx2.TransportError as e:
                 raise TransientDeliveryError(target=self.token_url, reason=type(e).__name__) from e
+            unavailable(response, f"POST {redact(self.token_url)}")
             if response.status_code != HTTPStatus.OK:
                 raise CredentialError(
                     key="client_secret",
@@ -191,6 +194,20 @@ class BearerAuth(httpx2.Auth):
 
     def _bearer(self) -> str:
         return f"Bearer {self.provider.token(self._http, self._base_url)}"
+
+
+def unavailable(response: httpx2.Response, target: str) -> None:
+    """A token endpoint that is busy (429) or failing (5xx) says nothing about the secret:
+    RateLimitedError or TransientDeliveryError, retried like any OpenMetadata request."""
+    status = response.status_code
+    if status == HTTPStatus.TOO_MANY_REQUESTS:
+        raise RateLimitedError(
+            target=target,
+            reason=f"429 {message_of(response)}".strip(),
+            retry_after=retry_after(response.headers.get("retry-after")),
+        )
+    if status >= HTTPStatus.INTERNAL_SERVER_ERROR:
+        raise TransientDeliveryError(target=target, reason=f"{status} {message_of(response)}")
 
 
 def token_in(response: httpx2.Response, name: str, *, key: str, target: str, hint: str) -> str:

@@ -10,10 +10,9 @@ from __future__ import annotations
 import json as jsonlib
 import logging
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote
@@ -36,6 +35,7 @@ from dbt_oml.om.auth import (
     TokenProvider,
     message_of,
 )
+from dbt_oml.om.retry import retry_after
 from dbt_oml.redaction import redact
 
 logger = logging.getLogger(__name__)
@@ -55,6 +55,10 @@ ROLE_FOR: Mapping[str, str] = {
 }
 #: The media type OM's PATCH endpoints consume (anything else: 415).
 JSON_PATCH = "application/json-patch+json"
+#: The `status` of every answer of OM's OpenLineage endpoints (ref §1.5).
+OM_STATUSES = frozenset({"success", "partial_success", "failure"})
+#: What to do when something else answers in OM's place (a proxy, an SSO login page).
+NOT_OM_HINT = "a proxy or a login page answered instead of OpenMetadata: check the url (OM_HOST)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +80,18 @@ class Reply:
 class OpenMetadataClient:
     """OpenMetadata's REST API as dbt-oml uses it."""
 
-    def __init__(self, base_url: str, *, http: httpx2.Client, auth: TokenProvider | None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        http: httpx2.Client,
+        auth: TokenProvider | None,
+        now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.http = http
         self.auth = auth
+        self.now = now  # the wall clock an HTTP-date Retry-After is counted from
         self._flow = BearerAuth(auth, http=http, base_url=self.base_url) if auth else None
         self.requests = 0
 
@@ -96,7 +108,8 @@ class OpenMetadataClient:
         content_type: str | None = None,
     ) -> Reply:
         """One request (a 401 gets one retry with a fresh token: BearerAuth). Raises
-        CredentialError for a 401 that stands, other DeliveryError subclasses as mapped.
+        CredentialError for a 401 that stands, other DeliveryError subclasses as mapped: a 2xx
+        whose body is not JSON (OM answers JSON or nothing) is a TransientDeliveryError.
 
         403 is returned to the caller (some are expected: admin-only settings) unless it names an
         operation, which is raised with the role that grants it. `content_type` sends `json` with
@@ -127,11 +140,19 @@ class OpenMetadataClient:
             raise RateLimitedError(
                 target=target,
                 reason=f"429 {message_of(response)}".strip(),
-                retry_after=retry_after(response.headers.get("retry-after")),
+                retry_after=retry_after(response.headers.get("retry-after"), now=self.now()),
             )
         if status >= HTTPStatus.INTERNAL_SERVER_ERROR:
             raise TransientDeliveryError(target=target, reason=f"{status} {message_of(response)}")
-        return Reply(status, _json(response))
+        body, is_json = _json(response)
+        if not is_json and HTTPStatus.OK <= status < HTTPStatus.MULTIPLE_CHOICES:
+            media = response.headers.get("content-type", "no content type").split(";")[0]
+            raise TransientDeliveryError(
+                target=target,
+                reason=f"{status} that is not OpenMetadata's answer ({media}, not JSON)",
+                hint=NOT_OM_HINT,
+            )
+        return Reply(status, body)
 
     def _send(
         self,
@@ -212,12 +233,34 @@ class OpenMetadataClient:
         return dict(self._ok(reply, "GET", "settings").get("config_value") or {})
 
     def post_batch(self, events: list[dict[str, Any]]) -> Reply:
-        """POST the batch endpoint; 200 and 400 are the caller's to read."""
-        return self.request("POST", "/api/v1/openlineage/lineage/batch", json={"events": events})
+        """POST the batch endpoint; 200 and 400 are the caller's to read (a 2xx of another
+        shape than OM's answer: TransientDeliveryError)."""
+        path = "/api/v1/openlineage/lineage/batch"
+        return self._openlineage(path, self.request("POST", path, json={"events": events}))
 
     def post_event(self, event: dict[str, Any]) -> Reply:
         """POST one event (the single endpoint answers with its own edge count)."""
-        return self.request("POST", "/api/v1/openlineage/lineage", json=event)
+        path = "/api/v1/openlineage/lineage"
+        return self._openlineage(path, self.request("POST", path, json=event))
+
+    def _openlineage(self, path: str, reply: Reply) -> Reply:
+        """The reply when it is OM's OpenLineage answer (ref §1.5: a lower-case `status`, an
+        integer edge count) or not a 2xx; a 2xx of any other shape took nothing."""
+        body = reply.body
+        edges = body.get("lineageEdgesCreated", 0) if isinstance(body, dict) else None
+        if reply.ok and not (
+            isinstance(body, dict)
+            and body.get("status") in OM_STATUSES
+            and isinstance(edges, int)
+            and not isinstance(edges, bool)
+        ):
+            raise TransientDeliveryError(
+                target=f"POST {redact(self.base_url)}{path}",
+                reason=f"{reply.status} that is not OpenMetadata's answer "
+                f"(no OpenLineage status in {str(body)[:80]!r})",
+                hint=NOT_OM_HINT,
+            )
+        return reply
 
     def upstream_edges(self, table_fqn: str) -> dict[str, bool]:
         """Tables directly upstream of a table: FQN -> whether that edge has column lineage."""
@@ -240,43 +283,34 @@ class OpenMetadataClient:
         return out
 
     def _ok(self, reply: Reply, method: str, collection: str) -> dict[str, Any]:
+        """A 2xx's JSON object (every entity, listing and settings answer of OM's is one)."""
         target = f"{method} {redact(self.base_url)}/api/v1/{collection}"
         if reply.status == HTTPStatus.FORBIDDEN:
             raise _forbidden(target, reply.message)
         if not reply.ok:
             raise TerminalDeliveryError(target=target, reason=f"{reply.status} {reply.message}")
-        return dict(reply.body) if isinstance(reply.body, dict) else {}
+        if not isinstance(reply.body, dict):
+            raise TransientDeliveryError(
+                target=target,
+                reason=f"{reply.status} that is not OpenMetadata's answer "
+                f"(JSON {type(reply.body).__name__}, not an object)",
+                hint=NOT_OM_HINT,
+            )
+        return dict(reply.body)
 
 
-def retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
-    """Retry-After in seconds: delta-seconds or an HTTP date; None when absent or unreadable.
-
-    >>> retry_after("7"), retry_after("soon"), retry_after(None)
-    (7.0, None, None)
-    >>> retry_after("Wed, 02 Dec 2026 10:00:30 GMT",
-    ...             now=datetime(2026, 12, 2, 10, 0, tzinfo=timezone.utc))
-    30.0
-    """
-    if not value:
-        return None
-    text = value.strip()
-    if text.isdigit():
-        return float(text)
-    try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError):
-        return None
-    now = now or datetime.now(timezone.utc)
-    return max(0.0, (when - now).total_seconds())
-
-
-def _json(response: httpx2.Response) -> Any:
+def _json(response: httpx2.Response) -> tuple[Any, bool]:
+    """The body as JSON (None when empty) and True; for a body that is not JSON, the start of
+    its text as a `message` and False (an error page is still a status the caller reads)."""
     if not response.content:
-        return None
-    try:
-        return response.json()
-    except ValueError:
-        return {"message": response.text[:200]}
+        return None, True
+    media = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if not media or media == "application/json" or media.endswith("+json"):
+        try:
+            return response.json(), True
+        except ValueError:
+            pass
+    return {"message": response.text[:200]}, False
 
 
 def _connect_reason(error: Exception) -> str:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 import tenacity
@@ -46,6 +48,31 @@ def within(
     """A tenacity stop: give up when the next wait would end after `deadline` (a time budget,
     not a count of tries)."""
     return lambda state: clock() + wait(state) > deadline
+
+
+def retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
+    """Retry-After in seconds: delta-seconds, or an HTTP date counted from `now` (the caller's
+    wall clock; the real one when not given); None when absent or unreadable.
+
+    >>> retry_after("7"), retry_after("soon"), retry_after(None)
+    (7.0, None, None)
+    >>> retry_after("Wed, 02 Dec 2026 10:00:30 GMT",
+    ...             now=datetime(2026, 12, 2, 10, 0, tzinfo=timezone.utc))
+    30.0
+    """
+    if not value:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # "-0000": UTC, says RFC 5322
+        when = when.replace(tzinfo=timezone.utc)
+    now = now or datetime.now(timezone.utc)
+    return max(0.0, (when - now).total_seconds())
 
 
 def _honouring_retry_after(wait: Wait) -> Wait:

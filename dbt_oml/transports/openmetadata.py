@@ -24,6 +24,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -47,9 +48,10 @@ from dbt_oml.transports.openmetadata_guard import LineageGuard
 from dbt_oml.transports.openmetadata_outcome import (
     BATCH_PATH,
     EVENT_PATH,
+    TOO_LARGE,
     Outcome,
-    check_answer,
     processed_by_om,
+    refusal,
     unresolved,
 )
 
@@ -79,12 +81,13 @@ class OpenMetadataTransport(Transport):
         http: httpx2.Client | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
     ) -> None:
         self.config = config
         config.warn_if_insecure()
         timeout = httpx2.Timeout(config.timeout, connect=min(config.timeout, 5.0))
         self.http = http or httpx2.Client(timeout=timeout, verify=config.verify)
-        self.client = OpenMetadataClient(config.url, http=self.http, auth=config.auth())
+        self.client = OpenMetadataClient(config.url, http=self.http, auth=config.auth(), now=now)
         self.budget = RetryBudget(config.retry_budget, clock=clock, sleep=sleep)
         self._buffer: list[dict[str, Any]] = []
         self._settings: Mapping[str, Any] | None = None
@@ -259,13 +262,12 @@ class OpenMetadataTransport(Transport):
         reply = self.budget.call(lambda: self.client.post_batch([plans[i].event for i in indexes]))
         if reply.status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE:  # a proxy's body limit: halve
             if len(indexes) == 1:
-                outcome.rejected.append((indexes[0], "413: the event alone is over the limit"))
+                outcome.rejected.append((indexes[0], TOO_LARGE))
                 return
             half = len(indexes) // 2
             self._post(indexes[:half], plans, report, outcome)
             self._post(indexes[half:], plans, report, outcome)
             return
-        check_answer(reply, f"POST {redact(self.config.url)}{BATCH_PATH}")
         if reply.status == HTTPStatus.BAD_REQUEST or not isinstance(reply.body, dict):
             self._one_by_one(indexes, plans, report, outcome)
             return
@@ -302,9 +304,9 @@ class OpenMetadataTransport(Transport):
         for index in indexes:
             plan = plans[index]
             reply = self.budget.call(lambda plan=plan: self.client.post_event(plan.event))  # type: ignore[misc]
-            check_answer(reply, f"POST {redact(self.config.url)}{EVENT_PATH}")
-            if reply.status in (400, 500) or not isinstance(reply.body, dict):
-                outcome.rejected.append((index, f"OpenMetadata refused it: {reply.message}"))
+            refused = refusal(reply, f"POST {redact(self.config.url)}{EVENT_PATH}")
+            if refused is not None:
+                outcome.rejected.append((index, refused))
                 continue
             created = int(reply.body.get("lineageEdgesCreated") or 0)
             if created >= plan.edges:

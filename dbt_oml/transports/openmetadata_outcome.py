@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 
-from dbt_oml.errors import TransientDeliveryError
+from dbt_oml.errors import TerminalDeliveryError
 from dbt_oml.om.bootstrap import BootstrapReport
 from dbt_oml.om.client import Reply
 
-#: The `status` of every answer of OM's OpenLineage endpoints (ref §1.5).
-OM_STATUSES = frozenset({"success", "partial_success", "failure"})
 EVENT_PATH = "/api/v1/openlineage/lineage"
 BATCH_PATH = f"{EVENT_PATH}/batch"
+#: Why an event is rejected when a body limit in front of OM (413) refuses it even alone.
+TOO_LARGE = (
+    "413: the event alone is over the body size limit in front of OpenMetadata (a proxy's "
+    "client_max_body_size?): raise the limit, then `dbt-oml replay` it"
+)
 
 
 @dataclass(slots=True)
@@ -55,14 +59,14 @@ def unresolved(event: Mapping[str, Any], report: BootstrapReport) -> str:
     )
 
 
-def check_answer(reply: Reply, target: str) -> None:
-    """A 2xx that is not OpenMetadata's answer (a proxy's or an SSO page, HTML) took nothing:
-    TransientDeliveryError, so every event of the batch is kept (ref §1.5: OM's answer always
-    has `status`)."""
-    body = reply.body
-    if reply.ok and not (isinstance(body, dict) and body.get("status") in OM_STATUSES):
-        raise TransientDeliveryError(
-            target=target,
-            reason=f"{reply.status} that is not OpenMetadata's answer "
-            f"({reply.message[:80]!r}): a proxy or a login page answered; check the url",
-        )
+def refusal(reply: Reply, target: str) -> str | None:
+    """Why the single endpoint refused one event (400: OM's reason; 413: too large), or None
+    when it answered; TerminalDeliveryError for any other non-2xx (a 404: no such endpoint
+    there), which keeps the whole batch."""
+    if reply.status == HTTPStatus.BAD_REQUEST:
+        return f"OpenMetadata refused it: {reply.message}"
+    if reply.status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE:
+        return TOO_LARGE
+    if not reply.ok:
+        raise TerminalDeliveryError(target=target, reason=f"{reply.status} {reply.message}")
+    return None

@@ -29,7 +29,9 @@ What it enforces:
 
 Scripting: `with_bot`, `with_admin`, `add_token`, `add_user` (+ `passwords`, `admins`),
 `add_person` / `add_team` / `add_glossary_term` (D1),
-`fail_next` (statuses), `hold` (stall a request), `fail_events` / `fail_edges` (make OM's mapper
+`fail_next` (statuses), `answer_next` / `answer_html_next` / `rate_limit_next` / `limit_body`
+(what a proxy, gateway or SSO page in front of OM answers instead: recorded with violation
+`proxy`), `hold` (stall a request), `fail_events` / `fail_edges` (make OM's mapper
 or an edge write throw), `seed`. State: `entities`, `edges`, `settings`, `requests` (each with
 `status`, `principal`, `violation` = the rule that refused it), `audit` ((principal, method,
 FQN, created|updated|unchanged|conflict|denied|dataModel) per write; PATCH and `auto` (the
@@ -72,6 +74,20 @@ __all__ = ["FakeOpenMetadata", "OMError", "Principal", "Request", "serve"]
 
 #: An answer: status, JSON body (None: no body), extra headers.
 Answer = tuple[int, Any, list[tuple[str, str]]]
+#: What an SSO login page or a proxy's error page looks like (never OM's: OM answers JSON).
+PROXY_PAGE = b"<!doctype html><html><body>Sign in to continue</body></html>"
+TOO_LARGE_PAGE = b"<html><head><title>413 Request Entity Too Large</title></head></html>"
+
+
+@dataclass(frozen=True)
+class ProxyAnswer:
+    """An answer from in front of OM (answer_next, limit_body): raw bytes, any media type."""
+
+    path_prefix: str
+    status: int
+    body: bytes
+    content_type: str
+    headers: tuple[tuple[str, str], ...]
 
 
 @dataclass
@@ -122,7 +138,8 @@ class FakeOpenMetadata:
     audit: list[tuple[str, str, str, str]] = field(default_factory=list)
     test_case_results: list[dict[str, Any]] = field(default_factory=list)
     faults: list[tuple[int, str]] = field(default_factory=list)
-    proxy_pages: list[str] = field(default_factory=list)  # path prefixes (answer_html_next)
+    proxy_answers: list[ProxyAnswer] = field(default_factory=list)  # answer_next
+    body_limit: int | None = None  # limit_body: a proxy's client_max_body_size
     validate_schemas: bool = True
     holds: list[tuple[str, threading.Event, threading.Event]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -181,7 +198,39 @@ class FakeOpenMetadata:
     def answer_html_next(self, path_prefix: str, times: int = 1) -> None:
         """The next matching requests get what a proxy or an SSO login page answers instead of
         OM: 200, text/html (not OM's behaviour: the world's in front of it)."""
-        self.proxy_pages.extend([path_prefix] * times)
+        self.answer_next(path_prefix, times=times)
+
+    def answer_next(
+        self,
+        path_prefix: str,
+        *,
+        status: int = 200,
+        body: bytes = PROXY_PAGE,
+        content_type: str = "text/html; charset=utf-8",
+        headers: Iterable[tuple[str, str]] = (),
+        times: int = 1,
+    ) -> None:
+        """The next matching requests get this answer from something in front of OM (a proxy,
+        a gateway, an SSO page), never reaching OM: no rule of OM's applies to them."""
+        answer = ProxyAnswer(path_prefix, status, body, content_type, tuple(headers))
+        self.proxy_answers.extend([answer] * times)
+
+    def rate_limit_next(self, path_prefix: str, retry_after: str | None, times: int = 1) -> None:
+        """A gateway's 429 Too Many Requests (OM has no rate limit of its own), with Retry-After
+        (delta-seconds or an HTTP date) unless None."""
+        self.answer_next(
+            path_prefix,
+            status=429,
+            body=b'{"message":"Too Many Requests"}',
+            content_type="application/json",
+            headers=[("Retry-After", retry_after)] if retry_after is not None else [],
+            times=times,
+        )
+
+    def limit_body(self, max_bytes: int | None) -> None:
+        """A proxy's body size limit (nginx `client_max_body_size`): a request whose body is
+        longer gets the proxy's 413 page and never reaches OM (None: no limit)."""
+        self.body_limit = max_bytes
 
     def hold(self, path_prefix: str) -> tuple[threading.Event, threading.Event]:
         """Stall the next matching request: `arrived` is set when it comes, it waits for `release`."""
@@ -299,12 +348,14 @@ class FakeOpenMetadata:
         with self._lock:
             self.requests.append(request)
             call = Call(environ, request, raw)
-            page = next((p for p in self.proxy_pages if path.startswith(p)), None)
-            if page is not None:
-                self.proxy_pages.remove(page)
-                request.status, request.violation = 200, "proxy"
-                start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
-                return iter([b"<!doctype html><html><body>Sign in to continue</body></html>"])
+            proxied = self._proxy(path, raw)
+            if proxied is not None:
+                request.status, request.violation = proxied.status, "proxy"
+                start_response(
+                    f"{proxied.status} {REASONS.get(proxied.status, 'Status')}",
+                    [("Content-Type", proxied.content_type), *proxied.headers],
+                )
+                return iter([proxied.body])
             try:
                 fault = next((f for f in self.faults if path.startswith(f[1])), None)
                 if fault is not None:
@@ -321,6 +372,15 @@ class FakeOpenMetadata:
         payload = b"" if body is None else json.dumps(compact(body)).encode()
         start_response(f"{status} {REASONS.get(status, 'Status')}", headers)
         return iter([payload])
+
+    def _proxy(self, path: str, raw: bytes) -> ProxyAnswer | None:
+        """What the world in front of OM answers instead of OM, if anything (under the lock)."""
+        if self.body_limit is not None and len(raw) > self.body_limit:
+            return ProxyAnswer(path, 413, TOO_LARGE_PAGE, "text/html", ())
+        answer = next((a for a in self.proxy_answers if path.startswith(a.path_prefix)), None)
+        if answer is not None:
+            self.proxy_answers.remove(answer)
+        return answer
 
     # -- routing ----------------------------------------------------------------------------
 

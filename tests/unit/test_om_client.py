@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from datetime import datetime, timezone
 from pathlib import Path
 
 import httpx2
@@ -11,6 +12,7 @@ import pytest
 from dbt_oml.errors import (
     CredentialError,
     DeliveryError,
+    RateLimitedError,
     TerminalDeliveryError,
     TransientDeliveryError,
     UnreachableError,
@@ -247,3 +249,112 @@ def test_the_stand_in_reads_event_time_like_om(version: str, time: str, status: 
     assert response.status_code == status
     if status == 400:
         assert response.json() == {"code": 400, "message": "Invalid request format"}
+
+
+# -- answers that are not OpenMetadata's (issue 27: a proxy or an SSO page in front of OM) ----
+
+HTML = b"<!doctype html><html><body>Sign in to continue</body></html>"
+
+
+def _calls(c: OpenMetadataClient) -> dict[str, object]:
+    service = {"name": "duckdb_pod", "serviceType": "CustomDatabase"}
+    return {
+        "get_by_name": lambda: c.get_by_name("databases", "duckdb_pod.warehouse"),
+        "put": lambda: c.put("services/databaseServices", service),
+        "create": lambda: c.create("services/databaseServices", service),
+        "list_all": lambda: list(c.list_all("services/databaseServices")),
+        "upstream_edges": lambda: c.upstream_edges("duckdb_pod.warehouse.staging.t"),
+        "post_batch": lambda: c.post_batch([{"eventType": "COMPLETE"}]),
+        "post_event": lambda: c.post_event({"eventType": "COMPLETE"}),
+    }
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["get_by_name", "put", "create", "list_all", "upstream_edges", "post_batch", "post_event"],
+)
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [("text/html", HTML), ("application/json", b"[1, 2]"), ("application/json", b"{not json")],
+    ids=["html", "json-list", "broken-json"],
+)
+def test_a_2xx_that_is_not_oms_json_is_transient(
+    om: FakeOpenMetadata, call: str, content_type: str, body: bytes
+) -> None:
+    """Before: the page came back as `{"message": "<!doctype..."}` (an entity, a listing, an
+    OpenLineage answer), so bootstrap went on as if OM had taken the write."""
+    om.answer_next("/api/v1/", body=body, content_type=content_type, times=9)
+    c = client(om, StaticToken("bot-jwt"))
+    with pytest.raises(TransientDeliveryError) as err:
+        _calls(c)[call]()  # type: ignore[operator]
+    assert "not OpenMetadata's answer" in err.value.reason
+    assert "/api/v1/" in err.value.target
+    assert "url" in err.value.hint
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"message": "ok"}',
+        b'{"status": "SUCCESS"}',
+        b'{"status": "success", "lineageEdgesCreated": "2"}',
+    ],
+    ids=["no-status", "upper-case-status", "edges-not-a-number"],
+)
+def test_an_openlineage_answer_without_oms_shape_is_transient(
+    om: FakeOpenMetadata, body: bytes
+) -> None:
+    """OM's OpenLineage answers always carry a lower-case `status` (ref §1.5)."""
+    om.answer_next("/api/v1/openlineage", body=body, content_type="application/json", times=2)
+    c = client(om, StaticToken("bot-jwt"))
+    for post in (lambda: c.post_batch([{}]), lambda: c.post_event({})):
+        with pytest.raises(TransientDeliveryError, match="not OpenMetadata's answer"):
+            post()
+
+
+def test_an_empty_2xx_is_still_an_answer(om: FakeOpenMetadata) -> None:
+    """PUT /api/v1/lineage answers 200 with no body (ref §3.5): not a proxy page."""
+    om.answer_next("/api/v1/lineage", body=b"", content_type="application/json")
+    reply = client(om, StaticToken("bot-jwt")).request("PUT", "/api/v1/lineage", json={})
+    assert (reply.status, reply.body) == (200, None)
+
+
+@pytest.mark.parametrize(
+    ("provider", "path"),
+    [
+        (lambda: BasicLogin("etl@example.com", "pw"), "/api/v1/users/login"),
+        (lambda: OAuth2ClientCredentials(f"{BASE}/oauth/token", "dbt-oml", "s3cret"), "/oauth"),
+    ],
+    ids=["login", "oauth"],
+)
+@pytest.mark.parametrize(
+    ("status", "error", "headers"),
+    [(503, TransientDeliveryError, []), (429, RateLimitedError, [("Retry-After", "9")])],
+    ids=["503", "429"],
+)
+def test_a_token_endpoint_that_is_unavailable_is_transient_not_a_bad_secret(
+    om: FakeOpenMetadata, provider, path: str, status: int, error: type, headers: list
+) -> None:
+    """Before: a 503 or 429 from the login or token endpoint was a CredentialError ("check
+    OM_PASSWORD"), never retried."""
+    om.answer_next(path, status=status, body=b"busy", content_type="text/plain", headers=headers)
+    with pytest.raises(error) as err:
+        client(om, provider()).openlineage_settings()
+    assert not isinstance(err.value, CredentialError)
+    assert str(status) in err.value.reason
+    if status == 429:
+        assert err.value.retry_after == 9.0
+
+
+def test_a_retry_after_date_is_read_against_the_clients_clock(om: FakeOpenMetadata) -> None:
+    """An HTTP-date Retry-After is counted from the injected wall clock (no real time)."""
+    om.rate_limit_next("/api/v1/", "Wed, 02 Dec 2026 10:00:30 GMT")
+    c = OpenMetadataClient(
+        BASE,
+        http=httpx2.Client(transport=httpx2.WSGITransport(app=om)),
+        auth=StaticToken("bot-jwt"),
+        now=lambda: datetime(2026, 12, 2, 10, 0, tzinfo=timezone.utc),
+    )
+    with pytest.raises(RateLimitedError) as err:
+        c.openlineage_settings()
+    assert err.value.retry_after == 30.0
