@@ -5,8 +5,10 @@ the bundled project (profile dir `.`, target local), timed around the process as
 for it; the variants are interleaved and each cell is the median of the repeats.
 
 - `dbt-oml build`: the file transport (baseline), OM refused (a loopback port nothing listens on),
-  OM hanging (a loopback server in this process that accepts connections and never answers;
-  timeout 2 s, retry budget 5 s, batch size 10, so a per-batch timeout would show);
+  OM hanging (a loopback server in this process that accepts connections and never answers),
+  each with a bot JWT and with a user's login (user/password), all with the default settings
+  (timeout, retry budget, batch size: what a user gets), plus one hanging run with batch size 10
+  (so a timeout paid per batch would show);
 - plain `dbt build` with the plugin on: the file transport (baseline), OM refused, OM hanging.
 
 For every OM run it also counts the events kept in `target/dbt_oml/outbox/*.jsonl` against the
@@ -36,7 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "integration_project"
 DBT = str(Path(sys.executable).with_name("dbt"))
 ISOLATED = ("DBT_OML_", "OPENLINEAGE", "DBT_")
-TIMEOUT, BUDGET, BATCH = 2, 5, 10
+#: the small batch of the variant that would show a timeout paid per batch
+BATCH = 10
 #: a command that takes longer than this is a failure, not a sample
 COMMAND_TIMEOUT = 600
 SUMMARY = re.compile(r"dbt-oml: (\d+) events")
@@ -95,18 +98,21 @@ def env_for(extra: Mapping[str, str]) -> dict[str, str]:
     return env | {"DO_NOT_TRACK": "1", **extra}
 
 
-def om_env(port: int, *, hanging: bool) -> dict[str, str]:
+def om_env(port: int, *, login: bool, batch: int | None) -> dict[str, str]:
+    """The OpenMetadata transport at `port` with default settings; a user's login or a JWT."""
     env = {
         "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata",
         "OPENLINEAGE__TRANSPORT__URL": f"http://127.0.0.1:{port}",
-        "OPENLINEAGE__TRANSPORT__JWT_TOKEN": "x",
     }
-    if hanging:
+    if login:
         env |= {
-            "OPENLINEAGE__TRANSPORT__TIMEOUT": str(TIMEOUT),
-            "OPENLINEAGE__TRANSPORT__RETRY_BUDGET": str(BUDGET),
-            "OPENLINEAGE__TRANSPORT__BATCH_SIZE": str(BATCH),
+            "OPENLINEAGE__TRANSPORT__USER": "admin@open-metadata.org",
+            "OPENLINEAGE__TRANSPORT__PASSWORD": "admin",
         }
+    else:
+        env |= {"OPENLINEAGE__TRANSPORT__JWT_TOKEN": "x"}
+    if batch is not None:
+        env["OPENLINEAGE__TRANSPORT__BATCH_SIZE"] = str(batch)
     return env
 
 
@@ -117,31 +123,26 @@ class Variant:
     extra: dict[str, str]
     om: str | None  # None: file transport; "refused" or "hanging"
     baseline: str
+    login: bool = False
+    batch: int | None = None
 
 
 WRAPPER = [sys.executable, "-m", "dbt_oml", "build", "--profiles-dir", "."]
 PLAIN = [DBT, "build", "--profiles-dir", "."]
 PLUGIN = {"DBT_OML_PLUGIN": "1", "PYTHONPATH": str(ROOT)}
 W_BASE, P_BASE = "dbt-oml build, file transport", "dbt build + plugin, file transport"
+W, P = "dbt-oml build", "dbt build + plugin"
 VARIANTS = [
     Variant(W_BASE, WRAPPER, {}, None, W_BASE),
-    Variant("dbt-oml build, OM refused", WRAPPER, {}, "refused", W_BASE),
-    Variant(
-        f"dbt-oml build, OM hanging (timeout {TIMEOUT}, budget {BUDGET}, batch {BATCH})",
-        WRAPPER,
-        {},
-        "hanging",
-        W_BASE,
-    ),
+    Variant(f"{W}, OM refused, JWT", WRAPPER, {}, "refused", W_BASE),
+    Variant(f"{W}, OM refused, user login", WRAPPER, {}, "refused", W_BASE, login=True),
+    Variant(f"{W}, OM hanging, JWT", WRAPPER, {}, "hanging", W_BASE),
+    Variant(f"{W}, OM hanging, user login", WRAPPER, {}, "hanging", W_BASE, login=True),
+    Variant(f"{W}, OM hanging, JWT, batch {BATCH}", WRAPPER, {}, "hanging", W_BASE, batch=BATCH),
     Variant(P_BASE, PLAIN, PLUGIN, None, P_BASE),
-    Variant("dbt build + plugin, OM refused", PLAIN, PLUGIN, "refused", P_BASE),
-    Variant(
-        f"dbt build + plugin, OM hanging (timeout {TIMEOUT}, budget {BUDGET}, batch {BATCH})",
-        PLAIN,
-        PLUGIN,
-        "hanging",
-        P_BASE,
-    ),
+    Variant(f"{P}, OM refused, JWT", PLAIN, PLUGIN, "refused", P_BASE),
+    Variant(f"{P}, OM refused, user login", PLAIN, PLUGIN, "refused", P_BASE, login=True),
+    Variant(f"{P}, OM hanging, JWT", PLAIN, PLUGIN, "hanging", P_BASE),
 ]
 
 
@@ -170,7 +171,7 @@ def run_once(variant: Variant, dest: Path) -> tuple[float, int, int, int | None,
     server = hanging_server() if variant.om == "hanging" else no_server()
     with server as port:
         extra = variant.extra | (
-            om_env(port, hanging=variant.om == "hanging") if variant.om else {}
+            om_env(port, login=variant.login, batch=variant.batch) if variant.om else {}
         )
         env = env_for(extra)
         start = time.perf_counter()
@@ -195,10 +196,67 @@ def run_once(variant: Variant, dest: Path) -> tuple[float, int, int, int | None,
     return wall, proc.returncode, kept, built, proc.stderr
 
 
+def transport_alone(om: str, login: bool, events: int = 90) -> tuple[float, int, int]:
+    """The OpenMetadata transport alone, default settings: `events` events emitted, then
+    close(); (seconds, delivered, kept). What the fault adds, without dbt's noise around it."""
+    from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
+
+    server = hanging_server() if om == "hanging" else no_server()
+    with server as port, tempfile.TemporaryDirectory(prefix="om-alone-") as tmp:
+        env = om_env(port, login=login, batch=None)
+        config = OpenMetadataConfig.from_dict(
+            {k.removeprefix("OPENLINEAGE__TRANSPORT__").lower(): v for k, v in env.items()}
+            | {"outbox_dir": tmp}
+        )
+        transport = OpenMetadataTransport(config)
+        start = time.perf_counter()
+        for n in range(events):
+            transport.emit(_event(n))
+        transport.close()
+        wall = time.perf_counter() - start
+        kept = count_lines(sorted(Path(tmp).glob("*.jsonl")))
+    return wall, transport.delivered, kept
+
+
+def _event(n: int) -> dict[str, object]:
+    dataset = {"namespace": "duckdb://pod", "name": f"warehouse.core.t{n}"}
+    return {
+        "eventTime": "2026-12-02T10:00:00.000Z",
+        "eventType": "COMPLETE",
+        "producer": "https://example.com/bench",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+        "run": {"runId": f"01a22a97-c811-7ab0-b0d7-{n:012d}"},
+        "job": {"namespace": "dbt", "name": f"model.bench.t{n}"},
+        "inputs": [{"namespace": "duckdb://pod", "name": "warehouse.core.source"}],
+        "outputs": [dataset],
+    }
+
+
+def print_transport_alone(repeats: int) -> None:
+    print(
+        "\n| OM transport alone, defaults, 90 events | seconds (median) | min-max | delivered / kept |"
+    )
+    print("|---|---|---|---|")
+    for om in ("refused", "hanging"):
+        for login in (False, True):
+            runs = [transport_alone(om, login) for _ in range(repeats)]
+            walls = [r[0] for r in runs]
+            counts = "/".join(sorted({f"{r[1]} / {r[2]}" for r in runs}))
+            who = "user login" if login else "JWT"
+            print(
+                f"| OM {om}, {who} | {statistics.median(walls):.2f} "
+                f"| {min(walls):.2f}-{max(walls):.2f} | {counts} |"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--alone", action="store_true", help="only the transport-alone table")
     args = parser.parse_args()
+    if args.alone:
+        print_transport_alone(args.repeats)
+        return
     samples = {v.name: Samples() for v in VARIANTS}
     with tempfile.TemporaryDirectory(prefix="om-faults-") as tmp:
         for r in range(args.repeats):
@@ -237,6 +295,7 @@ def main() -> None:
             f"| {variant.name} | {med:.2f} | {min(s.walls):.2f}-{max(s.walls):.2f} "
             f"| {med - base:+.2f} | {med / base:.2f} | {kept} / {built} ({where}) | {codes} |"
         )
+    print_transport_alone(args.repeats)
 
 
 if __name__ == "__main__":

@@ -17,11 +17,13 @@
     * after dbt ran, dbt's code stands unless --fail-on-emit-error (README: Exit codes).
 
 Every error composes its own one-line message from structured attributes: what failed, where,
-and what to do next. Messages never contain secrets.
+and what to do next. Messages never contain secrets. A delivery error from an HTTP answer carries
+its `status`; `classify` is the one place that says which statuses are worth a retry.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable
 
 
@@ -87,12 +89,15 @@ class LineageError(DbtOmlError):
 
 
 class DeliveryError(DbtOmlError):
-    """A transport could not deliver events."""
+    """A transport could not deliver events (`status`: the HTTP answer's, when there was one)."""
 
-    def __init__(self, *, target: str, reason: str, hint: str = "") -> None:
+    def __init__(
+        self, *, target: str, reason: str, hint: str = "", status: int | None = None
+    ) -> None:
         self.target = target
         self.reason = reason
         self.hint = hint
+        self.status = status
         msg = f"delivery to {target} failed: {reason}"
         super().__init__(f"{msg}; {hint}" if hint else msg)
 
@@ -113,7 +118,7 @@ class RateLimitedError(TransientDeliveryError):
     """429 Too Many Requests: retried, waiting at least the server's Retry-After (seconds)."""
 
     def __init__(self, *, target: str, reason: str, retry_after: float | None = None) -> None:
-        super().__init__(target=target, reason=reason)
+        super().__init__(target=target, reason=reason, status=429)
         self.retry_after = retry_after
 
 
@@ -124,6 +129,53 @@ class CredentialError(TerminalDeliveryError):
     `key` names the setting that holds the secret (`jwt_token_file`, `password`, ...).
     """
 
-    def __init__(self, *, key: str, target: str, reason: str, hint: str = "") -> None:
+    def __init__(
+        self, *, key: str, target: str, reason: str, hint: str = "", status: int | None = None
+    ) -> None:
         self.key = key
-        super().__init__(target=target, reason=reason, hint=hint)
+        super().__init__(target=target, reason=reason, hint=hint, status=status)
+
+
+class Fault(enum.Enum):
+    """What a failed answer means for the events it carried."""
+
+    RETRYABLE = "retryable"  # the server may take them later: keep, retry
+    TERMINAL = "terminal"  # retrying the same request will not help: fix, then replay
+
+
+#: Statuses a server answers while busy, restarting or behind a struggling gateway.
+RETRYABLE_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+def classify(status: int) -> Fault | None:
+    """None for a success (2xx); otherwise whether the answer is worth a retry.
+
+    >>> [classify(s) for s in (204, 503, 400)]
+    [None, <Fault.RETRYABLE: 'retryable'>, <Fault.TERMINAL: 'terminal'>]
+    """
+    if 200 <= status < 300:  # noqa: PLR2004 - the 2xx class
+        return None
+    if status in RETRYABLE_STATUSES or status >= 500:  # noqa: PLR2004 - any 5xx
+        return Fault.RETRYABLE
+    return Fault.TERMINAL
+
+
+def status_error(
+    status: int, *, target: str, reason: str, hint: str = "", retry_after: float | None = None
+) -> DeliveryError:
+    """The error for a failed answer, by `classify` (429 keeps its Retry-After)."""
+    if status == 429:  # noqa: PLR2004
+        return RateLimitedError(target=target, reason=reason, retry_after=retry_after)
+    kind = TransientDeliveryError if classify(status) is Fault.RETRYABLE else TerminalDeliveryError
+    return kind(target=target, reason=reason, hint=hint, status=status)
+
+
+#: Terminal statuses that blame what was sent (not who sent it, nor where): retrying the same
+#: payload will never work, another payload may.
+PAYLOAD_STATUSES = frozenset({400, 413, 414, 422})
+
+
+def blames_payload(error: DeliveryError) -> bool:
+    """Whether OM refused this payload for good (a dead letter for the one event concerned),
+    rather than the sender (401, 403) or the address (404): those wait for a fix, then retry."""
+    return isinstance(error, TerminalDeliveryError) and error.status in PAYLOAD_STATUSES

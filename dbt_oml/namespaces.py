@@ -7,12 +7,17 @@ User names, passwords, tokens and query parameters never survive into a namespac
 
 from __future__ import annotations
 
+import difflib
 import posixpath
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
-from dbt_oml.errors import NamespaceError
+from dbt_oml.errors import ConfigError, NamespaceError
+
+if TYPE_CHECKING:
+    from dbt_oml.config import Settings
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -189,7 +194,9 @@ def _duckdb(spec: CatalogSpec, ctx: _Ctx) -> str:
         return _strip_uri(path, spec.alias)
     if ctx.duckdb_default is not None:
         return _fill(ctx.duckdb_default, spec, path)
-    return f"duckdb://{_local_path(path, ctx.cwd)}"
+    # the path as the profile writes it, as dbt-ol names it: an absolute path would differ per
+    # checkout (and per pod's temporary directory), a relative one names the same file everywhere
+    return f"duckdb://{path}"
 
 
 def _fill(template: str, spec: CatalogSpec, path: str) -> str:
@@ -227,9 +234,10 @@ def namespace_for(spec: CatalogSpec, *, cwd: str = "/", duckdb_default: str | No
 
     Args:
         spec: the catalog, as the profile declares it.
-        cwd: the directory relative DuckDB/SQLite paths are resolved against.
+        cwd: the directory relative SQLite paths are resolved against.
         duckdb_default: a namespace for DuckDB files (may use `{alias}` and `{stem}`); when
-            None, a DuckDB file's namespace is `duckdb://` + its absolute path.
+            None, a DuckDB file's namespace is `duckdb://` + its path as the profile writes it
+            (dbt-ol's form: a relative path stays relative).
 
     Raises:
         NamespaceError: an unsupported type, or a connection string without a host.
@@ -238,7 +246,9 @@ def namespace_for(spec: CatalogSpec, *, cwd: str = "/", duckdb_default: str | No
     ...     path="host=db.internal port=5433 dbname=src user=etl password=s3cret"))
     'postgres://db.internal:5433'
     >>> namespace_for(CatalogSpec(alias="w", type="duckdb", path="w.duckdb"), cwd="/pods/run")
-    'duckdb:///pods/run/w.duckdb'
+    'duckdb://w.duckdb'
+    >>> namespace_for(CatalogSpec(alias="w", type="duckdb", path="/data/w.duckdb"))
+    'duckdb:///data/w.duckdb'
     >>> namespace_for(CatalogSpec(alias="w", type="duckdb", path="w.duckdb"),
     ...     duckdb_default="duckdb://my_dbt")
     'duckdb://my_dbt'
@@ -288,9 +298,70 @@ def resolve_namespaces(
         except NamespaceError as e:
             problems.append(e)
             by_catalog[spec.alias] = f"{spec.type.lower()}://{spec.alias}"
+    named = {alias.lower() for alias in by_catalog}
     for alias, namespace in overrides.items():
-        by_catalog.setdefault(alias, namespace)
+        if alias.lower() not in named:  # `CRM=` for catalog crm is crm's, not a second catalog
+            by_catalog[alias] = namespace
     fallback = by_catalog[catalogs[0].alias] if catalogs else (duckdb_default or "duckdb://memory")
     return Resolution(
         namespaces=Namespaces(by_catalog=by_catalog, fallback=fallback), problems=tuple(problems)
     )
+
+
+def check_overrides(
+    overrides: Mapping[str, str], catalogs: Iterable[str | None], *, source: str = "namespaces"
+) -> None:
+    """Refuse an override that names no catalog of the project (a typo would silently do nothing).
+
+    Args:
+        overrides: catalog -> namespace, as configured.
+        catalogs: the project's catalogs: the profile's (main database, attachments) and the
+            databases of the manifest's relations; matched case-insensitively.
+        source: where the overrides were read, for the message.
+
+    Raises:
+        ConfigError: one line naming the unknown catalogs (the closest known one for each) and
+            listing the project's catalogs.
+
+    >>> check_overrides({"crm": "mssql://s:1433"}, ["crm", "warehouse"])
+    >>> check_overrides({"crmm": "mssql://s:1433"}, ["crm", "dw", "warehouse"])
+    Traceback (most recent call last):
+    ...
+    dbt_oml.errors.ConfigError: config 'namespaces' (namespaces): names no catalog of the \
+project: 'crmm' (did you mean 'crm'?); its catalogs: crm, dw, warehouse
+    """
+    known = {c.lower(): c for c in catalogs if c}
+    unknown = [name for name in overrides if name.lower() not in known]
+    if not unknown:
+        return
+    names = []
+    for name in unknown:
+        close = difflib.get_close_matches(name.lower(), list(known), n=1, cutoff=0.6)
+        names.append(f"{name!r}" + (f" (did you mean {known[close[0]]!r}?)" if close else ""))
+    valid = ", ".join(sorted(set(known.values()), key=str.lower)) or "none"
+    raise ConfigError(
+        key="namespaces",
+        source=source,
+        reason=f"names no catalog of the project: {', '.join(names)}",
+        hint=f"its catalogs: {valid}",
+    )
+
+
+class _Relation(Protocol):
+    @property
+    def database(self) -> str | None: ...
+
+
+def override_error(
+    settings: Settings, catalogs: Iterable[str], relations: Iterable[_Relation] = ()
+) -> ConfigError | None:
+    """check_overrides for the settings' overrides against the profile's catalogs and the
+    databases of the manifest's relations; the error returned, None when all are known."""
+    names = [*catalogs, *(r.database for r in relations)]
+    try:
+        check_overrides(
+            settings.namespaces, names, source=settings.sources.get("namespaces", "namespaces")
+        )
+    except ConfigError as e:
+        return e
+    return None

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import click
 
 from dbt_oml.cli.codes import ExitCode
-from dbt_oml.cli.options import Invocation
+from dbt_oml.cli.options import Invocation, flag_not_taken
 from dbt_oml.pipeline.console import say
 
 
@@ -40,7 +40,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.ClickException as e:
         ctx = e.ctx if isinstance(e, click.UsageError) else None
         where = ctx.command_path if ctx is not None else "dbt-oml"
-        say(f"{where}: {e.format_message()} (see {where} --help)")
+        message = e.format_message()
+        if isinstance(e, click.NoSuchOption) and ctx is not None:
+            message = flag_not_taken(e.option_name, ctx.command.name or "") or message
+        say(f"{where}: {message} (see {where} --help)")
         return ExitCode.USAGE
     except click.Abort:
         return ExitCode.USAGE

@@ -16,7 +16,7 @@ from typing import Any, Final
 import click
 
 from dbt_oml.cli.codes import ExitCode
-from dbt_oml.cli.options import Invocation, load, settings_options
+from dbt_oml.cli.options import Invocation, announce, load, settings_options
 from dbt_oml.errors import ConfigError
 from dbt_oml.pipeline.console import print_summary, progress_bar, say
 
@@ -108,12 +108,19 @@ def _run(dbt_args: tuple[str, ...], **_: object) -> int:
         stream = sys.stderr if settings.dry_run else sys.stdout
         with contextlib.redirect_stdout(stream):
             report = pipeline.build(
-                settings, args, cwd=Path.cwd(), report=report, progress=progress_bar()
+                settings,
+                args,
+                cwd=Path.cwd(),
+                report=report,
+                progress=progress_bar(),
+                announce=lambda: announce(settings),
             )
             state.report = report
     except ConfigError as e:
-        say(f"dbt-oml: {e}")
-        return report.dbt_return_code if report.dbt_return_code is not None else ExitCode.USAGE
+        rc = report.dbt_return_code
+        ran = "" if rc is None else " (dbt ran, no events were sent: fix it, then `dbt-oml emit`)"
+        say(f"dbt-oml: {e}{ran}")
+        return rc if rc else ExitCode.USAGE  # dbt's own failure wins
     return _outcome(report, settings)
 
 

@@ -23,11 +23,13 @@ import click
 from dbt_oml.cli.codes import ExitCode
 from dbt_oml.cli.options import (
     PROJECT_KEYS,
+    announce,
     guarded,
     load,
     project_options,
     project_params,
     settings_options,
+    takes,
 )
 from dbt_oml.errors import ConfigError
 from dbt_oml.pipeline.console import print_summary, say
@@ -60,10 +62,11 @@ def _finish(report: Report, settings: Settings) -> int:
 
 
 def _command(name: str, text: str, *extra: click.Parameter) -> Callable[[Any], click.Command]:
+    own = takes(name)  # the others (--docs-generate, ...) would be ignored: click refuses them
     return click.command(
         name,
         short_help=text.split(",", maxsplit=1)[0].split("(", maxsplit=1)[0].strip().rstrip("."),
-        params=[*settings_options(), *project_params(), *extra],
+        params=[*settings_options(only=own), *project_params(), *extra],
         help=f"{text}\n\n{_CODES}",
         context_settings={"max_content_width": 100},
     )
@@ -83,7 +86,8 @@ def emit(ctx: click.Context, **opts: Any) -> int:
     cwd = Path.cwd()
     # dbt's own log lines (adapter imports) must not mix into --dry-run's JSON
     with contextlib.redirect_stdout(sys.stderr if settings.dry_run else sys.stdout):
-        report = offline.emit(settings, project_options(_project(opts), cwd), cwd=cwd)
+        options = project_options(_project(opts), cwd)
+        report = offline.emit(settings, options, cwd=cwd, announce=lambda: announce(settings))
     return _finish(report, settings)
 
 
@@ -102,7 +106,11 @@ def replay(ctx: click.Context, files: tuple[str, ...], **opts: Any) -> int:
         raise ConfigError(key="replay", source="command line", reason="needs outbox FILE(s)")
     settings = load(ctx)
     paths = [Path.cwd() / p for p in files]
-    return _finish(offline.replay(settings, paths, target_path=_target_path(opts)), settings)
+    target = _target_path(opts)
+    report = offline.replay(
+        settings, paths, target_path=target, announce=lambda: announce(settings)
+    )
+    return _finish(report, settings)
 
 
 @_command(
@@ -121,4 +129,7 @@ def flush(ctx: click.Context, **opts: Any) -> int:
     if not files:
         say(f"dbt-oml flush: nothing to send in {outbox}")
         return ExitCode.SUCCESS
-    return _finish(offline.replay(settings, files, target_path=target), settings)
+    report = offline.replay(
+        settings, files, target_path=target, announce=lambda: announce(settings)
+    )
+    return _finish(report, settings)

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from dbt_oml.cli.codes import ExitCode
-from dbt_oml.cli.lineage import PROJECT_HELP
+from dbt_oml.cli.lineage import PROJECT_HELP, partial
 from dbt_oml.cli.options import (
     PROJECT_KEYS,
     base_options,
@@ -35,7 +35,8 @@ Exit codes:
   0  done
   1  --fail-on removed: a removed (or renamed) column is still read downstream;
      --fail-on changed: any changed column is read downstream
-  3  unknown model or column, missing artifacts
+  3  unknown model or column, missing artifacts; partial artifacts (models without compiled
+     SQL, after `dbt run -s ...`: run `dbt compile`), the report printed all the same
   5  a dbt-oml bug
 """
 
@@ -93,9 +94,10 @@ def impact(ctx: click.Context, **opts: Any) -> int:
         click.echo(impact_report.as_markdown(report, graph), nl=False)
     else:
         click.echo("\n".join(impact_report.as_text(report, graph)))
+    incomplete = partial(report.uncompiled, report.analysed, "impact")
     failing = report.failing(fail_on)
-    if failing:
+    if failing:  # a reader found is one for sure, partial artifacts or not
         names = ", ".join(f"{i.change.node}.{i.change.column}" for i in failing)
         say(f"dbt-oml impact: --fail-on {fail_on}: still read downstream: {names}")
         return ExitCode.DBT_FAILURE
-    return ExitCode.SUCCESS
+    return ExitCode.USAGE if incomplete else ExitCode.SUCCESS

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from dbt_oml.cli.options import (
 )
 from dbt_oml.pipeline.console import say
 
+logger = logging.getLogger(__name__)
 PROJECT_HELP = (
     "Project options: --project-dir, --profiles-dir, --profile, --target/-t, --target-path, "
     "--vars (dbt's meaning and environment variables)."
@@ -36,7 +38,10 @@ README (Column lineage).
 \b
 Exit codes:
   0  done
-  3  unknown model or column, a model without column lineage, missing artifacts
+  3  unknown model or column, a model without column lineage, missing artifacts; an answer
+     about MODEL that rests on models without compiled SQL (a partial run's artifacts, after
+     `dbt run -s ...`: run `dbt compile`), printed all the same (the whole project's
+     document only warns: its opaque nodes carry the reason)
   5  a dbt-oml bug
 """
 
@@ -79,7 +84,7 @@ def lineage(ctx: click.Context, **opts: Any) -> int:
     down = opts["down"]
     query = Query(model, column, upstream=opts["up"] or not down, downstream=down, options=options)
     project = {k: opts[k] for k in PROJECT_KEYS}
-    view = offline.lineage_view(project_options(project, Path.cwd()))
+    view, uncompiled, total = offline.lineage_view(project_options(project, Path.cwd()))
     try:
         result = _answer(view, query)
         if html:
@@ -94,7 +99,44 @@ def lineage(ctx: click.Context, **opts: Any) -> int:
         click.echo(json.dumps(result.document, indent=1))
     elif not html:
         click.echo("\n".join(text_lines(result)))
-    return ExitCode.SUCCESS
+    return _partial_exit(view, result, query, uncompiled, total)
+
+
+def _partial_exit(
+    view: Any, result: Any, query: Any, uncompiled: tuple[str, ...], total: int
+) -> int:
+    """3 when the answer about a model rests on models without compiled SQL (one WARNING); the
+    whole project's document only warns: its opaque nodes carry the reason."""
+    from dbt_oml.impact.analysis import bearing_on
+
+    if result.root is None:
+        partial(uncompiled, total, "lineage")
+        return ExitCode.SUCCESS
+    roots = [result.root.id]
+    up, down = query.upstream, query.downstream
+    missing = bearing_on(view.graph, uncompiled, roots, upstream=up, downstream=down)
+    return ExitCode.USAGE if partial(missing, total, "lineage") else ExitCode.SUCCESS
+
+
+def partial(uncompiled: tuple[str, ...], total: int, command: str) -> bool:
+    """One WARNING when the answer rests on models without compiled SQL (a partial run's
+    artifacts: what they read is unknown, so it may miss readers); True then: exit 3."""
+    if not uncompiled:
+        return False
+    names = ", ".join(u.rsplit(".", 1)[-1] for u in uncompiled[:3])
+    more = ", ..." if len(uncompiled) > 3 else ""  # noqa: PLR2004 - three names are enough
+    logger.warning(
+        "this answer rests on %d model(s) without compiled SQL in the artifacts (%s%s, of the "
+        "project's %d: a partial run's, such as `dbt run -s <model>`): what they read is "
+        "unknown, so it may miss readers; run `dbt compile` (the same --target and --vars), "
+        "then dbt-oml %s again",
+        len(uncompiled),
+        names,
+        more,
+        total,
+        command,
+    )
+    return True
 
 
 def _answer(view: Any, query: Any) -> Any:

@@ -5,6 +5,7 @@ Settings from them; the per-invocation state the single catch-all in `main` read
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,8 +24,19 @@ if TYPE_CHECKING:
     from dbt_oml.dbt.runner import ProjectOptions
     from dbt_oml.pipeline.run_state import Report
 
+logger = logging.getLogger(__name__)
+
 #: Options that select which file the other settings come from, or only set logging.
 _BASE = ("config", "oml_log_level")
+#: Settings flags only the commands that run dbt use.
+_RUN_ONLY: tuple[str, ...] = ("docs_generate", "explorer", "fail_on_emit_error", "dbt_usage_stats")
+_RUN_ONLY += ("consume_structured_logs",)
+#: Settings flags that shape events as they are built: not replay's or flush's, which send
+#: events already built.
+_BUILDING: tuple[str, ...] = ("namespaces", "duckdb_namespace", "job_naming", "job_namespace")
+_BUILDING += ("parent_job_name", "extended_job_name", "column_lineage")
+#: The dbt commands that run nodes (dbt_commands.EVENT_COMMANDS), named in refusals.
+_RUNS_DBT = "the commands that run dbt (build, run, seed, snapshot, test, retry, clone)"
 
 
 def _flag(decls: list[str], text: str, **kw: Any) -> click.Option:
@@ -91,8 +103,9 @@ def _place_options() -> list[click.Option]:
     return [
         click.Option(
             ["--outbox-dir"],
-            metavar="DIR",
-            help="Where undelivered events are kept (default <target>/dbt_oml/outbox).",
+            metavar="DIR|URL",
+            help="Where undelivered events are kept (default <target>/dbt_oml/outbox); a URL "
+            "(s3://bucket/prefix, gs://...) keeps them there, beyond this machine's disk.",
         ),
         click.Option(
             ["--events-file"],
@@ -129,6 +142,41 @@ def base_options() -> list[click.Parameter]:
     return settings_options(only=_BASE)
 
 
+def takes(command: str) -> tuple[str, ...]:
+    """The settings flags one of dbt-oml's own commands takes (a dbt command takes them all)."""
+    every = tuple(str(o.name) for o in settings_options())
+    if command == "emit":
+        return tuple(k for k in every if k not in _RUN_ONLY)
+    if command in ("replay", "flush"):
+        return tuple(k for k in every if k not in _RUN_ONLY + _BUILDING)
+    return _BASE if command in ("relay", "lineage", "impact") else every
+
+
+def not_taken(key: str, command: str) -> str | None:
+    """Why `dbt-oml <command>` refuses the settings flag `key`: what it is and who takes it;
+    None when the command takes it (or `key` is no settings flag).
+
+    >>> not_taken("docs_generate", "emit")
+    '--docs-generate/--no-docs-generate is an option of the commands that run dbt (build, run, \
+seed, snapshot, test, retry, clone), not of emit'
+    """
+    option = next((o for o in settings_options() if o.name == key), None)
+    if option is None or key in takes(command):
+        return None
+    own = [c for c in ("emit", "replay", "flush") if key in takes(c)]
+    who = ", ".join(own) + " and " + _RUNS_DBT if own else _RUNS_DBT
+    flag = "/".join([option.opts[0], *getattr(option, "secondary_opts", [])[:1]])
+    return f"{flag} is an option of {who}, not of {command}"
+
+
+def flag_not_taken(flag: str, command: str) -> str | None:
+    """not_taken for a flag as typed (`--no-docs-generate`), for click's "No such option"."""
+    for option in settings_options():
+        if flag in (*option.opts, *getattr(option, "secondary_opts", [])):
+            return not_taken(str(option.name), command)
+    return None
+
+
 def project_params() -> list[click.Parameter]:
     """dbt's project options, with dbt's meaning (and dbt's environment variables)."""
     return [
@@ -161,12 +209,21 @@ class Invocation:
 
 
 def _given(ctx: click.Context) -> dict[str, Any]:
-    """The settings flags of this command line: the group's, overridden by the command's."""
+    """The settings flags of this command line: the group's, overridden by the command's.
+
+    Raises:
+        click.UsageError: a flag given before one of dbt-oml's own commands that it does not
+            take (it would be ignored); names the commands that take it.
+    """
     names = {o.name for o in settings_options()}
     given: dict[str, Any] = {}
+    command = ctx.command.name or ""
     for level in (ctx.find_root(), ctx):
         for key, value in level.params.items():
             if key in names and value not in (None, ()):
+                refused = not_taken(key, command)
+                if refused is not None:
+                    raise click.UsageError(refused, ctx)
                 given[key] = value
     given.pop("consume_structured_logs", None)
     return given
@@ -185,6 +242,14 @@ def load(ctx: click.Context, **extra: object) -> Settings:
     register(settings.secrets)
     setup_logging(settings.oml_log_level)
     return settings
+
+
+def announce(settings: Settings) -> None:
+    """The one INFO line at the start of a command that sends events: where they go, and which
+    configuration chose that (dbt-oml.yml, OPENLINEAGE__TRANSPORT__*, OM_HOST, ...)."""
+    from dbt_oml.config import events_destination
+
+    logger.info("events -> %s", events_destination(settings, os.environ, cwd=Path.cwd()))
 
 
 def project_options(opts: dict[str, Any], cwd: Path) -> ProjectOptions:

@@ -5,7 +5,7 @@ configuration each end came, so error messages name the real place.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -146,3 +146,23 @@ def _relay_target(settings: Settings, producer: Sourced | None) -> Sourced:
         hint="set OM_HOST (and OM_JWT_TOKEN or OM_JWT_TOKEN_FILE), or relay.openmetadata "
         "in dbt-oml.yml",
     )
+
+
+def plan_settings(settings: Settings) -> Settings:
+    """`settings` with `transport` set to the openmetadata transport its events would go to,
+    wherever that is configured (dbt-oml.yml, openlineage.yml, OPENLINEAGE__TRANSPORT__*, OM_HOST;
+    alone or inside a composite), its empty keys filled from OM_* as the transport factory does:
+    what --dry-run's bootstrap plan reads. Unchanged when events would not go to OpenMetadata.
+    """
+    try:
+        producer = _producer_transport(settings)
+    except ConfigError:
+        return settings  # an openlineage.yml that does not parse: no plan, as without OM
+    found = find_transport(producer.config if producer else None, "openmetadata")
+    if found is None:
+        return settings
+    om = dict(found)
+    for key, value in (settings.om_transport or {}).items():
+        if key != "type" and om.get(key) in (None, ""):
+            om[key] = value
+    return replace(settings, transport=om)

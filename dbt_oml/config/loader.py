@@ -20,6 +20,7 @@ from dbt_oml.config.environment import (
     orchestrator,
     secret_values,
 )
+from dbt_oml.config.outbox_url import parse_outbox
 from dbt_oml.config.relay_section import parse_relay, relay_from_environ, relay_from_flags
 from dbt_oml.config.settings import DEFAULT_CONFIG_FILE, Settings
 from dbt_oml.config.values import (
@@ -51,7 +52,7 @@ KEYS: Mapping[str, Parser] = {
     "column_lineage": parse_bool,
     "allow_empty_column_lineage": parse_bool,
     "explorer": parse_bool,
-    "outbox_dir": parse_path,
+    "outbox_dir": parse_outbox,
     "events_file": parse_path,
     "dbt_usage_stats": parse_bool,
     "transport": parse_transport,
@@ -97,7 +98,9 @@ def _set(values: dict[str, Any], key: str, value: Any) -> None:
     values[key] = {**values.get("relay", {}), **value} if key == "relay" else value
 
 
-def _read_doc(values: dict[str, Any], doc: Mapping[Any, Any], source: str) -> None:
+def _read_doc(
+    values: dict[str, Any], doc: Mapping[Any, Any], source: str, sources: dict[str, str]
+) -> None:
     for key, value in doc.items():
         if key not in KEYS:
             raise ConfigError(
@@ -107,22 +110,27 @@ def _read_doc(values: dict[str, Any], doc: Mapping[Any, Any], source: str) -> No
                 hint="valid settings: " + ", ".join(sorted(KEYS)),
             )
         _set(values, key, KEYS[key](value, key, source))
+        sources[key] = source
 
 
-def _read_environ(values: dict[str, Any], environ: Mapping[str, str]) -> None:
+def _read_environ(
+    values: dict[str, Any], environ: Mapping[str, str], sources: dict[str, str]
+) -> None:
     for var, key in COMPAT_ENV.items():
         if environ.get(var):
             values[key] = KEYS[key](environ[var], key, var)
+            sources[key] = var
     for key, parse in KEYS.items():
         var = env_name(key)
         if key not in FILE_ONLY and environ.get(var) not in (None, ""):
             values[key] = parse(environ[var], key, var)
+            sources[key] = var
     relay = relay_from_environ(environ)
     if relay:
         _set(values, "relay", relay)
 
 
-def _read_flags(values: dict[str, Any], cli: Mapping[str, object]) -> None:
+def _read_flags(values: dict[str, Any], cli: Mapping[str, object], sources: dict[str, str]) -> None:
     for key, value in cli.items():
         if key == "config" or value is None:
             continue
@@ -130,6 +138,7 @@ def _read_flags(values: dict[str, Any], cli: Mapping[str, object]) -> None:
             _set(values, key, relay_from_flags(value))
         elif key in KEYS:
             values[key] = KEYS[key](value, key, flag_name(key))
+            sources[key] = flag_name(key)
         else:
             raise ConfigError(key=key, source="command line", reason="unknown setting")
 
@@ -157,18 +166,23 @@ def load_settings(
         ConfigError: an unknown key, or a value that does not parse; names the key and source.
     """
     values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     config_path = _config_path(cli, environ, cwd)
     if config_path is not None:
-        _read_doc(values, read_file(config_path), str(config_path))
-    _read_doc(values, profile or {}, _PROFILE_SOURCE)
-    _read_environ(values, environ)
-    _read_flags(values, cli)
+        _read_doc(values, read_file(config_path), str(config_path), sources)
+    _read_doc(values, profile or {}, _PROFILE_SOURCE, sources)
+    _read_environ(values, environ, sources)
+    _read_flags(values, cli, sources)
     configured = openlineage_configured(environ, cwd, home)
     om = om_transport(environ)
     if om is not None and "transport" not in values and not configured:
         values["transport"] = om
+        sources["transport"] = "OM_HOST"
+    if isinstance(values.get("outbox_dir"), str):  # a durable outbox's URL; events spool locally
+        values["outbox_url"] = values.pop("outbox_dir")
     return Settings(
         **values,
+        sources=sources,
         openlineage_configured=configured,
         config_file=config_path,
         om_transport=om,

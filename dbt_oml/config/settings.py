@@ -43,6 +43,10 @@ class Settings:
     """After a build, write the column-lineage explorer page next to the events."""
     outbox_dir: Path | None = None
     """Where undelivered events are kept for `dbt-oml replay`; default <target>/dbt_oml/outbox."""
+    outbox_url: str | None = None
+    """`outbox_dir` given as a durable store's URL (s3://bucket/prefix, gs://...): events are
+    kept in the local outbox first, then uploaded there whole; `dbt-oml flush` sends them from
+    any machine."""
     events_file: Path | None = None
     """File for the embedded default transport; default <target>/openlineage/events.jsonl."""
     dbt_usage_stats: bool = False
@@ -62,5 +66,8 @@ class Settings:
     """Level of dbt-oml's own log lines on stderr."""
     config_file: Path | None = None
     """The config file that was read, if any."""
+    sources: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Where each setting that is not a default was read: the config file, the variable or the
+    flag (`transport` from OM_HOST: "OM_HOST"), for messages that name the place to fix."""
     secrets: tuple[str, ...] = field(default=(), repr=False)
     """Secret values seen while reading (passwords, tokens), for the redactor to mask."""

@@ -124,6 +124,7 @@ def resolve_project(options: ProjectOptions) -> ResolvedProject:
     profiles = options.profiles_dir or (
         project_dir if (project_dir / "profiles.yml").is_file() else Path.home() / ".dbt"
     )
+    _check_profiles_dir(profiles)
     args = Args(PROFILES_DIR=str(profiles), TARGET=options.target, PROFILE=options.profile)
     set_from_args(args, None)
     try:
@@ -134,11 +135,10 @@ def resolve_project(options: ProjectOptions) -> ResolvedProject:
     except DbtBaseException as e:
         if "Could not find adapter type" in str(e):
             return _without_adapter(options, profiles)
-        lines = str(e).strip().splitlines()
         raise ConfigError(
             key="profile",
             source=str(profiles),
-            reason=lines[-1] if lines else type(e).__name__,
+            reason=dbt_message(e),
             hint="pass --profiles-dir/--target as for dbt",
         ) from e
     target_path = options.target_path or Path(project.target_path)
@@ -154,6 +154,41 @@ def resolve_project(options: ProjectOptions) -> ResolvedProject:
         adapter_type=adapter,
         catalogs=catalogs_of(adapter, loaded.credentials),
     )
+
+
+def _check_profiles_dir(profiles: Path) -> None:
+    """dbt says "Could not find profile named ..." for a missing directory or file, which sends
+    people to the wrong place."""
+    reason = None if profiles.is_dir() else "the directory does not exist"
+    if reason is None and not (profiles / "profiles.yml").is_file():
+        reason = "has no profiles.yml"
+    if reason is not None:
+        raise ConfigError(
+            key="profiles-dir",
+            source=str(profiles),
+            reason=reason,
+            hint="pass --profiles-dir (or DBT_PROFILES_DIR) as for dbt",
+        )
+
+
+def dbt_message(error: Exception) -> str:
+    r"""dbt's whole message, one line per problem: its heading ("Runtime Error") dropped and a
+    list's items (`- local`, `- servers`) joined to the line that introduces them.
+
+    >>> dbt_message(ValueError("Runtime Error\n  No target 'prod'. Valid:\n   - local\n   - dev"))
+    "No target 'prod'. Valid: local, dev"
+    """
+    lines: list[str] = []
+    for raw in str(error).strip().splitlines():
+        line = raw.strip()
+        if not line or (not lines and line.endswith("Error") and " " in line and ":" not in line):
+            continue  # blank, or dbt's heading ("Runtime Error", "Compilation Error")
+        if line.startswith("- ") and lines:
+            joiner = " " if lines[-1].endswith(":") else ", "
+            lines[-1] = f"{lines[-1]}{joiner}{line[2:].strip()}"
+        else:
+            lines.append(line)
+    return "\n".join(lines) or type(error).__name__
 
 
 def _without_adapter(options: ProjectOptions, profiles: Path) -> ResolvedProject:

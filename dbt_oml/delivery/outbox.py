@@ -40,6 +40,22 @@ def _append_text(path: Path, text: str) -> None:
         os.close(fd)
 
 
+def write_whole(path: Path, data: bytes) -> None:
+    """`data` as the file `path` (0600), all or nothing: written aside, then renamed over it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(f".{path.name}.part-{os.getpid()}")
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    part.replace(path)
+
+
 def append_events(path: Path, events: Iterable[Mapping[str, Any]]) -> int:
     """Append events as JSON lines (one write, error texts redacted); returns how many."""
     lines = [json.dumps(redact_event(e), sort_keys=True) + "\n" for e in events]

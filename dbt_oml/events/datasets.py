@@ -1,6 +1,11 @@
 """The datasets of a node's events: its dataset, inputs (through ephemeral models, files the
 SQL reads) and output, with their facets, each built once per node.
 
+A dataset is named as dbt-ol names it, `database.schema.table` joined with dots. When a part
+holds a dot itself (a table `v1.orders`), that name no longer says which part is which, so the
+dataset also carries OpenLineage's `hierarchy` facet (DATABASE, SCHEMA, TABLE); only then, so
+every other event stays as dbt-ol would send it.
+
 Pure: the mixin reads the manifest and catalog the EventBuilder holds; no I/O.
 """
 
@@ -9,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from openlineage.client.event_v2 import InputDataset, OutputDataset
-from openlineage.client.facet_v2 import DatasetFacet
+from openlineage.client.facet_v2 import DatasetFacet, hierarchy_dataset
 
 from dbt_oml.artifacts import (
     Catalog,
@@ -26,11 +31,37 @@ from dbt_oml.lineage.filerefs import file_dataset, file_paths
 from dbt_oml.lineage.model import SourceColumn
 from dbt_oml.namespaces import Namespaces
 
+#: The levels of a relation's `hierarchy` facet, highest first.
+HIERARCHY_LEVELS = ("DATABASE", "SCHEMA", "TABLE")
+#: The key, in the facet cache, of a relation that is no dbt node (named by the SQL).
+_RELATION_KEY = "relation:{}/{}"
+
 
 @dataclass(frozen=True, slots=True)
 class DatasetRef:
     namespace: str
     name: str
+
+
+def hierarchy(
+    parts: tuple[str | None, ...], producer: str
+) -> hierarchy_dataset.HierarchyDatasetFacet | None:
+    """The `hierarchy` facet of a relation (database, schema, table), only when a part of its
+    name holds a `.`: then the dot-joined dataset name no longer says which part is which.
+
+    >>> [level.name for level in hierarchy(("warehouse", "core", "v1.orders"), "p").hierarchy]
+    ['warehouse', 'core', 'v1.orders']
+    >>> hierarchy(("warehouse", "core", "orders"), "p") is None
+    True
+    """
+    named = [p for p in parts if p]
+    if len(named) != len(HIERARCHY_LEVELS) or not any("." in p for p in named):
+        return None
+    levels = [
+        hierarchy_dataset.HierarchyDatasetFacetLevel(type=level, name=part)
+        for level, part in zip(HIERARCHY_LEVELS, named, strict=True)
+    ]
+    return hierarchy_dataset.HierarchyDatasetFacet(hierarchy=levels, producer=producer)
 
 
 class DatasetsMixin:
@@ -43,6 +74,7 @@ class DatasetsMixin:
     catalog: Catalog | None
     _columns: dict[str, tuple[Column, ...]]
     _relations: dict[RelationKey, Node] | None
+    #: dataset facets per node (and `hierarchy` per relation the SQL names: _RELATION_KEY)
     _facets: dict[str, dict[str, DatasetFacet]]
     _names: dict[str, dict[str, str]]
 
@@ -71,8 +103,13 @@ class DatasetsMixin:
                     names.setdefault(c.name.lower(), c.name)
                 self._names[node.unique_id] = names
             return ds.namespace, ds.name, names.get(source.column.lower(), source.column)
-        name = ".".join(p for p in (source.catalog, source.schema, source.table) if p)
-        return self.namespaces.for_database(source.catalog), name, source.column
+        parts = (source.catalog, source.schema, source.table)
+        name = ".".join(p for p in parts if p)
+        namespace = self.namespaces.for_database(source.catalog)
+        levels = hierarchy(parts, self.settings.producer)
+        if levels is not None:  # for the plain input this relation becomes
+            self._facets.setdefault(_RELATION_KEY.format(namespace, name), {"hierarchy": levels})
+        return namespace, name, source.column
 
     def columns(self, node: Node) -> tuple[Column, ...]:
         cached = self._columns.get(node.unique_id)
@@ -103,6 +140,9 @@ class DatasetsMixin:
             columns=columns,
             producer=self.settings.producer,
         )
+        levels = hierarchy((node.database, node.schema, node.identifier), self.settings.producer)
+        if levels is not None:
+            out["hierarchy"] = levels
         if columns:
             from_catalog = bool(self.catalog and self.catalog.columns.get(node.unique_id))
             out["dbt_oml_schema"] = facets.schema_source(
@@ -137,16 +177,17 @@ class DatasetsMixin:
 
     def _plain_input(self, namespace: str, name: str) -> InputDataset:
         """An input that is not a dbt node (a file, a table the SQL names directly)."""
+        plain = facets.dataset_facets(
+            node=None,
+            namespace=namespace,
+            name=name,
+            columns=(),
+            producer=self.settings.producer,
+        )
         return InputDataset(
             namespace=namespace,
             name=name,
-            facets=facets.dataset_facets(
-                node=None,
-                namespace=namespace,
-                name=name,
-                columns=(),
-                producer=self.settings.producer,
-            ),
+            facets={**plain, **self._facets.get(_RELATION_KEY.format(namespace, name), {})},
         )
 
     def output(self, node: Node, rows: int | None = None) -> OutputDataset:

@@ -1,16 +1,26 @@
 "use strict";
 // dbt-oml lineage explorer. Its data is the document `dbt-oml lineage --json` prints
 // (graph.nodes, graph.edges, graph.rows). Relations are laid out as boxes in layers, parents to
-// the left; a selected column's upstream and downstream columns are highlighted. Projects with
-// more than FULL_LIMIT relations are shown in focus mode: only the focused relation, its
-// neighbourhood and the selected column's lineage are laid out.
+// the left; a selected column's upstream and downstream columns are highlighted, and the
+// selection is scrolled to the middle of the canvas. Each box is as wide as its longest name
+// (up to MAX_W; longer names end in an ellipsis, the full name in the tooltip) and says which
+// catalog it is in and on which server (the OpenLineage namespace, when the document has it).
+//
+// The neighbourhood (1, 2, 3 hops or all) is what is laid out around the selected relation: it
+// and the relations up to N dependency hops upstream and downstream of it (dbt's `N+model+N`).
+// "all" is every relation in a project of up to FULL_LIMIT relations, and the selection's whole
+// upstream and downstream in a larger one. Larger projects open on 2 hops (focus mode), smaller
+// ones on all; `#column=model.col&hops=1` (or `#model=`) opens on a selection and a neighbourhood.
 (function () {
   const FULL_LIMIT = 150;
-  const BOX_W = 240, GAP_X = 110, GAP_Y = 22, HEAD = 27, REASON = 18, ROW = 18, PAD = 6, MARGIN = 16;
+  const MIN_W = 180, MAX_W = 420, NS_W = 300;
+  const GAP_X = 110, GAP_Y = 22, HEAD = 27, WHERE = 16, REASON = 18, ROW = 18, PAD = 6, MARGIN = 16;
   const SEP = "\u0000";
+  const ALL = Infinity;
 
   const doc = JSON.parse(document.getElementById("lineage-data").textContent);
   const nodes = new Map(doc.graph.nodes.map((n) => [n.id, n]));
+  const large = nodes.size > FULL_LIMIT;
   const key = (id, column) => id + SEP + column.toLowerCase();
   const nodeOf = (k) => k.slice(0, k.indexOf(SEP));
 
@@ -34,6 +44,17 @@
   const isDirect = (e) => e.transformations.some((t) => t.type === "DIRECT");
   const label = (id, column) => `${nodes.has(id) ? nodes.get(id).name : id}.${column}`;
 
+  // -- where a relation lives: its catalog and namespace (the document's, else the catalog
+  // from the relation's name: database.schema.table) ------------------------------------------
+  const catalogOf = (n) => {
+    if (n.catalog !== undefined) return n.catalog;
+    const parts = n.kind === "file" ? [] : n.relation.split(".");
+    return parts.length >= 3 ? parts[0] : null;
+  };
+  const hasWhere = (n) => Boolean(catalogOf(n) || n.namespace);
+  const top = (n) => HEAD + (hasWhere(n) ? WHERE : 0) + (n.opaque ? REASON : 0);
+  const height = (n) => top(n) + n.columns.length * ROW + PAD;
+
   // -- names: unique_id, name or relation; models win over sources of the same name ----------
   const byName = new Map();
   const rank = { model: 0, snapshot: 1, seed: 2, source: 3 };
@@ -51,7 +72,8 @@
     return column ? [id, column] : null;
   }
 
-  const state = { focus: null, column: null, hops: 2, direct: false };
+  const defaultHops = large ? 2 : ALL;
+  const state = { focus: null, column: null, hops: defaultHops, direct: false };
 
   // -- a column's lineage: every column upstream and downstream, and the models whose rows it shapes
   function trace(id, column) {
@@ -74,21 +96,65 @@
     return found;
   }
 
-  // -- what is laid out: everything, or the focus's neighbourhood and the traced lineage ------
-  function visible(lineage) {
-    if (nodes.size <= FULL_LIMIT) return new Set(nodes.keys());
-    const out = new Set(state.focus ? [state.focus] : []);
+  // -- what is laid out: the selection's neighbourhood (see the top of this file) -------------
+  function visible() {
+    if (!state.focus || (!large && state.hops === ALL)) return new Set(nodes.keys());
+    const out = new Set([state.focus]);
     for (const index of [parents, children]) {
-      let frontier = [...out];
+      const seen = new Set([state.focus]);
+      let frontier = [state.focus];
       for (let i = 0; i < state.hops && frontier.length; i++) {
-        frontier = frontier.flatMap((id) => index.get(id) || []).filter((id) => !out.has(id) && out.add(id));
+        const next = [];
+        for (const id of frontier) for (const far of index.get(id) || []) {
+          if (!seen.has(far)) { seen.add(far); out.add(far); next.push(far); }
+        }
+        frontier = next;
       }
     }
-    if (lineage) {
-      for (const k of [...lineage.up, ...lineage.down]) out.add(nodeOf(k));
-      for (const id of lineage.rows) out.add(id);
-    }
     return out;
+  }
+
+  // -- widths: each box fits its longest text, measured in the fonts the page draws it in ------
+  const measure = (() => {
+    const probe = document.createElement("div");
+    probe.className = "box";
+    probe.style.visibility = "hidden";
+    probe.innerHTML = '<h2><span class="name">x</span><span class="kind">x</span></h2>' +
+      '<div class="where"><span class="catalog">x</span><span class="ns">x</span></div><div class="col">x</div>';
+    document.getElementById("boxes").appendChild(probe);
+    const fonts = {};
+    for (const cls of ["name", "kind", "catalog", "ns", "col"]) {
+      const s = getComputedStyle(probe.querySelector("." + cls));
+      fonts[cls] = `${s.fontStyle} ${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+    }
+    probe.remove();
+    const ctx = document.createElement("canvas").getContext("2d");
+    return (text, cls) => { ctx.font = fonts[cls]; return ctx.measureText(text).width; };
+  })();
+  const kindText = (n) => n.kind + (n.materialized ? ` (${n.materialized})` : "");
+  // padding 8 + 8, borders 1 + 1, and 4 px for what canvas and layout round differently
+  const EDGE = 22;
+  const widths = new Map();
+  function widthOf(n) {
+    if (widths.has(n.id)) return widths.get(n.id);
+    let w = measure(n.name, "name") + 6 + measure(kindText(n), "kind");
+    for (const c of n.columns) w = Math.max(w, measure(c, "col"));
+    const catalog = catalogOf(n);
+    if (hasWhere(n)) {
+      w = Math.max(w, (catalog ? measure(catalog, "catalog") + 6 : 0) +
+        Math.min(NS_W, n.namespace ? measure(n.namespace, "ns") : 0));
+    }
+    const width = Math.ceil(Math.min(MAX_W, Math.max(MIN_W, w + EDGE)));
+    widths.set(n.id, width);
+    return width;
+  }
+  // a namespace too long for its box: its start and its end (the server, the file), "…" between
+  function fitMiddle(text, room) {
+    if (measure(text, "ns") <= room) return text;
+    let lo = 0, hi = text.length;
+    const cut = (k) => text.slice(0, Math.ceil(k / 3)) + "\u2026" + text.slice(text.length - Math.floor(2 * k / 3));
+    while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (measure(cut(mid), "ns") <= room) lo = mid; else hi = mid - 1; }
+    return cut(lo);
   }
 
   function layout(shown) {
@@ -104,47 +170,69 @@
     const layers = [];
     for (const id of [...shown].sort()) (layers[depthOf(id)] ||= []).push(id);
     const order = new Map(), pos = new Map();
-    layers.forEach((ids, layer) => {
+    let x = MARGIN;
+    for (const ids of layers) {
+      if (!ids) continue;
       const weight = (id) => {
         const ps = (parents.get(id) || []).filter((p) => order.has(p));
         return ps.length ? ps.reduce((s, p) => s + order.get(p), 0) / ps.length : -1;
       };
       ids.sort((a, b) => weight(a) - weight(b) || nodes.get(a).name.localeCompare(nodes.get(b).name));
-      let y = MARGIN;
+      let y = MARGIN, w = 0;
       ids.forEach((id, i) => {
         const n = nodes.get(id);
         order.set(id, i);
-        pos.set(id, { x: MARGIN + layer * (BOX_W + GAP_X), y });
-        y += HEAD + (n.opaque ? REASON : 0) + n.columns.length * ROW + PAD + GAP_Y;
+        pos.set(id, { x, y, w: widthOf(n) });
+        w = Math.max(w, widthOf(n));
+        y += height(n) + GAP_Y;
       });
-    });
+      x += w + GAP_X;
+    }
     return pos;
   }
 
-  const el = (tag, cls) => { const e = document.createElement(tag); if (cls) e.className = cls; return e; };
+  const el = (tag, cls, text) => {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  };
+
+  function where(n, width) {
+    const line = el("div", "where");
+    const catalog = catalogOf(n);
+    let room = width - EDGE;
+    if (catalog) {
+      line.appendChild(el("span", "catalog", catalog)).title = "catalog " + catalog;
+      room -= measure(catalog, "catalog") + 6;
+    }
+    if (n.namespace) {
+      const ns = line.appendChild(el("span", "ns", fitMiddle(n.namespace, room)));
+      ns.title = "namespace (the server it lives on): " + n.namespace;
+      ns.dataset.namespace = n.namespace;
+    }
+    return line;
+  }
 
   function box(n, p, lineage) {
-    const div = el("div", `box kind-${n.kind}${n.opaque ? " opaque" : ""}${lineage && lineage.rows.has(n.id) ? " hl-rows" : ""}`);
+    const div = el("div", `box kind-${n.kind}${n.opaque ? " opaque" : ""}${n.id === state.focus ? " focus" : ""}` +
+      (lineage && lineage.rows.has(n.id) ? " hl-rows" : ""));
     div.style.left = p.x + "px";
     div.style.top = p.y + "px";
+    div.style.width = p.w + "px";
     div.dataset.node = n.id;
     const head = el("h2");
-    head.textContent = n.name;
-    head.title = `${n.relation}\n${n.id}${n.path ? "\n" + n.path : ""}`;
-    const kind = el("span", "kind");
-    kind.textContent = n.kind + (n.materialized ? ` (${n.materialized})` : "");
-    head.appendChild(kind);
+    head.title = `${n.name}\n${n.relation}\n${n.id}${n.path ? "\n" + n.path : ""}`;
+    head.append(el("span", "name", n.name), el("span", "kind", kindText(n)));
     div.appendChild(head);
-    if (n.opaque) {
-      const reason = el("div", "reason");
-      reason.textContent = reason.title = "opaque: " + n.opaque;
-      div.appendChild(reason);
-    }
+    if (hasWhere(n)) div.appendChild(where(n, p.w));
+    if (n.opaque) div.appendChild(el("div", "reason", "opaque: " + n.opaque)).title = "opaque: " + n.opaque;
+    const room = p.w - EDGE;
     for (const c of n.columns) {
-      const row = el("div", "col");
-      row.textContent = c;
+      const row = el("div", "col", c);
       row.dataset.node = n.id;
       row.dataset.column = c;
+      if (measure(c, "col") > room) row.title = c; // cut: the tooltip has the full name
       if (lineage) {
         const k = key(n.id, c);
         if (n.id === state.focus && c.toLowerCase() === state.column.toLowerCase()) row.classList.add("hl-focus");
@@ -159,17 +247,17 @@
   function anchor(pos, id, column, right) {
     const p = pos.get(id), i = columnIndex.get(key(id, column));
     if (!p || i === undefined) return null;
-    return { x: p.x + (right ? BOX_W : 0), y: p.y + HEAD + (nodes.get(id).opaque ? REASON : 0) + i * ROW + ROW / 2 };
+    return { x: p.x + (right ? p.w : 0), y: p.y + top(nodes.get(id)) + i * ROW + ROW / 2 };
   }
 
   const escape = (s) => s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
   function drawEdges(shown, pos, lineage) {
     const svg = document.getElementById("edges");
-    let width = 0, height = 0, count = 0;
+    let width = 0, height_ = 0, count = 0;
     for (const [id, p] of pos) {
-      width = Math.max(width, p.x + BOX_W + MARGIN);
-      height = Math.max(height, p.y + HEAD + REASON + nodes.get(id).columns.length * ROW + MARGIN);
+      width = Math.max(width, p.x + p.w + MARGIN);
+      height_ = Math.max(height_, p.y + height(nodes.get(id)) + MARGIN);
     }
     const plain = [], marked = [];
     for (const e of doc.graph.edges) {
@@ -184,66 +272,109 @@
       count++;
     }
     svg.setAttribute("width", width);
-    svg.setAttribute("height", height);
+    svg.setAttribute("height", height_);
     svg.innerHTML = plain.join("") + marked.join("");
     return count;
   }
 
-  function render() {
+  function status(shown, edges, lineage) {
+    const hops = state.hops === ALL ? "all" : `${state.hops} hop${state.hops === 1 ? "" : "s"}`;
+    const mode = !state.focus || (!large && state.hops === ALL) ? "all" : `${shown.size} of`;
+    let what = "";
+    if (state.focus) {
+      what = ` \u2014 ${label(state.focus, state.column || "*")} (neighbourhood: ${hops})`;
+      if (lineage) {
+        what += `: ${lineage.up.size} upstream, ${lineage.down.size} downstream`;
+        const beyond = new Set([...lineage.up, ...lineage.down].map(nodeOf));
+        for (const id of lineage.rows) beyond.add(id);
+        for (const id of shown) beyond.delete(id);
+        if (beyond.size) what += `; ${beyond.size} more relation(s) of its lineage beyond the neighbourhood`;
+      }
+    }
+    document.getElementById("status").textContent = `${mode} ${nodes.size} relations, ${edges} column edges${what}`;
+  }
+
+  const canvas = document.getElementById("canvas");
+  const boxes = document.getElementById("boxes");
+
+  // the selected column (or relation) in the middle of the canvas; `always` false: only if it
+  // is not wholly in view already (a click: the view does not jump under the pointer)
+  function reveal(always) {
+    const found = state.focus && boxes.querySelector(`.box[data-node="${CSS.escape(state.focus)}"]`);
+    if (!found) return;
+    const target = (state.column && found.querySelector(`.col[data-column="${CSS.escape(state.column)}"]`)) || found;
+    const c = canvas.getBoundingClientRect(), r = target.getBoundingClientRect();
+    const vw = canvas.clientWidth, vh = canvas.clientHeight;
+    const inside = r.left >= c.left && r.top >= c.top && r.right <= c.left + vw && r.bottom <= c.top + vh;
+    if (inside && !always) return;
+    let dy = r.top - c.top - (vh - r.height) / 2;
+    if (r.height > vh) dy = r.top - c.top - MARGIN; // a box taller than the canvas: its head at the top
+    canvas.scrollTo({ left: canvas.scrollLeft + r.left - c.left - (vw - r.width) / 2, top: canvas.scrollTop + dy, behavior: "instant" });
+  }
+
+  function render(always) {
     const lineage = state.focus && state.column ? trace(state.focus, state.column) : null;
-    const shown = visible(lineage);
+    const shown = visible();
     const pos = layout(shown);
-    const boxes = document.getElementById("boxes");
     const fragment = document.createDocumentFragment();
     for (const [id, p] of pos) fragment.appendChild(box(nodes.get(id), p, lineage));
     boxes.replaceChildren(fragment);
-    const edges = drawEdges(shown, pos, lineage);
-    const mode = nodes.size <= FULL_LIMIT ? "all" : `focus mode: ${shown.size} of`;
-    const what = state.focus ? ` \u2014 ${label(state.focus, state.column || "*")}` +
-      (lineage ? `: ${lineage.up.size} upstream, ${lineage.down.size} downstream` : "") : "";
-    document.getElementById("status").textContent = `${mode} ${nodes.size} relations, ${edges} column edges${what}`;
-    const focused = state.focus && nodes.size > FULL_LIMIT &&
-      boxes.querySelector(`[data-node="${CSS.escape(state.focus)}"]`);
-    if (focused) focused.scrollIntoView({ block: "center", inline: "center" });
+    status(shown, drawEdges(shown, pos, lineage), lineage);
+    reveal(always);
   }
 
-  function select(id, column, fromHash) {
+  function writeHash() {
+    const id = state.focus, column = state.column;
+    const params = new URLSearchParams();
+    if (id) params.set(column ? "column" : "node", column ? id + "." + column : id);
+    if (state.hops !== defaultHops) params.set("hops", state.hops === ALL ? "all" : String(state.hops));
+    history.replaceState(null, "", "#" + params.toString());
+  }
+
+  // always: centre the selection (a search, a link, the neighbourhood); else only if hidden
+  function select(id, column, { always = true, fromHash = false } = {}) {
     state.focus = id;
     state.column = column;
-    if (!fromHash) {
-      const hash = id ? (column ? "column=" : "node=") + encodeURIComponent(column ? id + "." + column : id) : "";
-      history.replaceState(null, "", "#" + hash);
-    }
-    render();
+    if (!fromHash) writeHash();
+    render(always);
+  }
+
+  const hopsControl = document.getElementById("hops");
+  function setHops(text) {
+    const n = text === "all" ? ALL : Number(text);
+    state.hops = [1, 2, 3, ALL].includes(n) ? n : defaultHops;
+    hopsControl.value = state.hops === ALL ? "all" : String(state.hops);
   }
 
   function fromHash() {
     const params = new URLSearchParams(location.hash.slice(1));
-    const text = params.get("column") || params.get("node") || (doc.model ? doc.model + (doc.column ? "." + doc.column : "") : "");
+    setHops(params.get("hops") || "");
+    const text = params.get("column") || params.get("model") || params.get("node") ||
+      (doc.model ? doc.model + (doc.column ? "." + doc.column : "") : "");
     const found = text ? resolve(text) : null;
-    if (found) return select(found[0], found[1], true);
-    if (nodes.size > FULL_LIMIT) { // something to look at: the best-connected model
+    if (found) return select(found[0], found[1], { fromHash: true });
+    if (large) { // something to look at: the best-connected model
       let best = null, degree = -1;
       for (const n of nodes.values()) {
         const d = (parents.get(n.id) || []).length + (children.get(n.id) || []).length;
         if (n.kind === "model" && d > degree) { best = n.id; degree = d; }
       }
-      return select(best, null, true);
+      return select(best, null, { fromHash: true });
     }
-    return select(null, null, true);
+    return select(null, null, { fromHash: true });
   }
 
   // -- controls -----------------------------------------------------------------------------
-  const boxes = document.getElementById("boxes");
   boxes.addEventListener("click", (ev) => {
     const row = ev.target.closest(".col");
-    if (row) return select(row.dataset.node, row.dataset.column);
+    if (row) return select(row.dataset.node, row.dataset.column, { always: false });
     const head = ev.target.closest("h2");
-    if (head) select(head.parentNode.dataset.node, null);
+    if (head) select(head.parentNode.dataset.node, null, { always: false });
   });
   boxes.addEventListener("mouseover", (ev) => {
     const row = ev.target.closest(".col");
-    if (!row || row.title) return;
+    if (!row || row.dataset.traced) return;
+    row.dataset.traced = "1";
     const k = key(row.dataset.node, row.dataset.column);
     const inputs = (up.get(k) || []).map((e) => `\u2190 ${label(...e.from)}  ${describe(e.transformations)}`);
     row.title = [label(row.dataset.node, row.dataset.column), ...(inputs.length ? inputs : ["(no inputs)"]),
@@ -262,9 +393,9 @@
     search.reportValidity();
     if (found) select(found[0], found[1]);
   });
-  document.getElementById("direct").addEventListener("change", (ev) => { state.direct = ev.target.checked; render(); });
-  document.getElementById("hops").addEventListener("change", (ev) => { state.hops = Number(ev.target.value); render(); });
-  document.getElementById("clear").addEventListener("click", () => select(state.focus, null));
+  document.getElementById("direct").addEventListener("change", (ev) => { state.direct = ev.target.checked; render(false); });
+  hopsControl.addEventListener("change", (ev) => { setHops(ev.target.value); writeHash(); render(true); });
+  document.getElementById("clear").addEventListener("click", () => select(state.focus, null, { always: false }));
   window.addEventListener("hashchange", fromHash);
 
   fromHash();

@@ -28,6 +28,7 @@ from dbt_oml.impact.findings import (
     Comparison,
     ExposureReader,
     Impact,
+    OpaqueReader,
     Path,
     Reader,
     Report,
@@ -48,17 +49,20 @@ __all__ = [
     "Comparison",
     "ExposureReader",
     "Impact",
+    "OpaqueReader",
     "Path",
     "Reader",
     "Report",
     "TestReader",
     "analyse_impact",
+    "bearing_on",
     "borrow",
     "columns_tested",
     "compare",
     "impact_of",
     "modified_models",
     "readers",
+    "uncompiled",
 ]
 
 
@@ -87,6 +91,50 @@ def borrow(current: Build, state: Build, modified: Iterable[str]) -> tuple[Colum
 
 def _edges_into(graph: ColumnGraph, uid: str) -> list[Edge]:
     return [e for (target, _), edges in graph.upstream.items() if target == uid for e in edges]
+
+
+def uncompiled(manifest: Manifest, sql: Mapping[str, str]) -> tuple[tuple[str, ...], int]:
+    """The models and snapshots without compiled SQL (`sql`: by unique_id, from run_results and
+    the manifest), and how many there are: after `dbt run -s one_model` the manifest has no
+    compiled code for the others, and what they read is unknown."""
+    built = [
+        uid
+        for uid, node in manifest.nodes.items()
+        if node.resource_type in {"model", "snapshot"} and node.materialized != "ephemeral"
+    ]
+    return tuple(sorted(uid for uid in built if not sql.get(uid))), len(built)
+
+
+def bearing_on(
+    graph: ColumnGraph,
+    missing: Iterable[str],
+    roots: Iterable[str] | None,
+    *,
+    upstream: bool = False,
+    downstream: bool = True,
+) -> tuple[str, ...]:
+    """Of the models without compiled SQL, those an answer about `roots` rests on: the roots,
+    their ancestors (`upstream`) and their descendants (`downstream`), by dbt's dependencies
+    (known without compiled SQL); every one when `roots` is None (a whole-project answer)."""
+    missing = set(missing)
+    if roots is None:
+        return tuple(sorted(missing))
+    children: dict[str, list[str]] = {}
+    for uid, node in graph.nodes.items():
+        for parent in node.depends_on:
+            children.setdefault(parent, []).append(uid)
+    reached = set(roots)
+    for on, wanted in ((True, upstream), (False, downstream)):
+        stack = list(roots) if wanted else []
+        seen = set(stack)
+        while stack:
+            uid = stack.pop()
+            found = graph.nodes.get(uid)
+            near = (found.depends_on if found else ()) if on else children.get(uid, [])
+            stack += [n for n in near if n not in seen]
+            seen.update(near)
+        reached |= seen
+    return tuple(sorted(missing & reached))
 
 
 # -- what reads a column -----------------------------------------------------------------
@@ -244,7 +292,32 @@ def impact_of(
         for dep in [next((d for d in e.depends_on if d in by_model), None)]
         if dep is not None
     ]
-    return Impact(change, tuple(columns), tuple(rows), tuple(found_tests), tuple(found_exposures))
+    return Impact(
+        change,
+        tuple(columns),
+        tuple(rows),
+        tuple(found_tests),
+        tuple(found_exposures),
+        _opaque_readers(graph, reached, via_state or set()),
+    )
+
+
+def _opaque_readers(
+    graph: ColumnGraph, reached: Mapping[Key, Path], via_state: set[str]
+) -> tuple[OpaqueReader, ...]:
+    """The opaque models that read a relation carrying the column (the changed one or a
+    column reader): `select *` passes it on, other SQL may use it; no lineage tells which."""
+    carrying: dict[str, Path] = {}
+    for (carrier, _), path in reached.items():
+        carrying.setdefault(carrier, path)
+    found = []
+    for uid, node in sorted(graph.nodes.items()):
+        if not node.opaque or uid in via_state or uid in carrying:
+            continue
+        read = next((d for d in node.depends_on if d in carrying), None)
+        if read is not None:
+            found.append(OpaqueReader(uid, node.opaque, carrying[read]))
+    return tuple(found)
 
 
 def _checked(node: Node) -> str | None:

@@ -64,12 +64,26 @@ class ExposureReader:
 
 
 @dataclass(frozen=True, slots=True)
+class OpaqueReader:
+    """A model with no column lineage (SQL beyond the analysis, none compiled) that reads a
+    relation carrying the column: it may read it (`select *`), so it is listed, conservatively."""
+
+    node: str
+    reason: str
+    """Why its lineage is opaque."""
+    path: Path
+    """From the changed column to the column of the relation it reads."""
+
+
+@dataclass(frozen=True, slots=True)
 class Impact:
     change: ColumnChange
     columns: tuple[Reader, ...] = ()
     rows: tuple[Reader, ...] = ()
     tests: tuple[TestReader, ...] = ()
     exposures: tuple[ExposureReader, ...] = ()
+    may_read: tuple[OpaqueReader, ...] = ()
+    """Opaque models reading a relation on the way: what they read is unknown."""
 
     @property
     def still_read(self) -> bool:
@@ -108,6 +122,11 @@ class Report:
     impacts: tuple[Impact, ...]
     comparison: Comparison | None = None
     state: str | None = None
+    uncompiled: tuple[str, ...] = ()
+    """Models and snapshots of the current build with no compiled SQL (a partial run's
+    artifacts): what they read is unknown, so the report may miss readers."""
+    analysed: int = 0
+    """Models and snapshots of the current build (uncompiled ones included)."""
 
     def failing(self, fail_on: str | None) -> list[Impact]:
         """The impacts that make `--fail-on KIND` exit 1."""

@@ -38,10 +38,23 @@ def _title(graph: ColumnGraph, impact: Impact) -> str:
 
 
 def _counts(impact: Impact) -> str:
-    return (
+    counts = (
         f"{len(impact.columns)} column(s), {len(impact.rows)} model(s) by their rows, "
         f"{len(impact.tests)} test(s), {len(impact.exposures)} exposure(s)"
     )
+    if impact.may_read:
+        counts += f"; may be read by {len(impact.may_read)} opaque model(s)"
+    return counts
+
+
+def _partial(report: Report) -> list[str]:
+    if not report.uncompiled:
+        return []
+    return [
+        f"incomplete: it rests on {len(report.uncompiled)} model(s) without compiled SQL (of "
+        f"the project's {report.analysed}: a partial run's artifacts, run `dbt compile`); what "
+        "they read is unknown"
+    ]
 
 
 def _summary(report: Report) -> list[str]:
@@ -62,7 +75,7 @@ def _state_mark(reader: Reader) -> str:
 
 def as_text(report: Report, graph: ColumnGraph) -> list[str]:
     """Per changed column: what reads it, each with how and the path from the change."""
-    lines = [f"dbt-oml impact: {line}" for line in _summary(report)]
+    lines = [f"dbt-oml impact: {line}" for line in [*_summary(report), *_partial(report)]]
     if not report.impacts:
         lines.append("dbt-oml impact: no column changed" if report.comparison else "nothing asked")
     for impact in report.impacts:
@@ -85,6 +98,11 @@ def as_text(report: Report, graph: ColumnGraph) -> list[str]:
             )
         for test in impact.tests:
             lines.append(f"    test     {test.name}  via {_path(graph, test.path)}")
+        for opaque in impact.may_read:
+            lines.append(
+                f"    may read {_name(graph, opaque.node)}  (opaque: {opaque.reason})  "
+                f"via {_path(graph, opaque.path)}"
+            )
         for exposure in impact.exposures:
             e = exposure.exposure
             lines.append(
@@ -114,6 +132,7 @@ def as_json(report: Report, graph: ColumnGraph) -> dict[str, Any]:
             "removed": comparison.removed if comparison else [],
         },
         "notes": comparison.notes if comparison else [],
+        "uncompiled": list(report.uncompiled),
         "changes": [_impact_json(i, graph) for i in report.impacts],
     }
 
@@ -166,6 +185,15 @@ def _impact_json(impact: Impact, graph: ColumnGraph) -> dict[str, Any]:
             }
             for x in impact.exposures
         ],
+        "may_read": [
+            {
+                "node": o.node,
+                "relation": _relation(graph, o.node),
+                "reason": o.reason,
+                "path": [list(p) for p in o.path],
+            }
+            for o in impact.may_read
+        ],
     }
 
 
@@ -180,7 +208,7 @@ def _md_path(graph: ColumnGraph, path: Path) -> str:
 def as_markdown(report: Report, graph: ColumnGraph) -> str:
     """GitHub-flavoured Markdown: a summary, then a table of readers per changed column."""
     lines = ["## dbt-oml impact", ""]
-    lines += [f"- {_cell(line)}" for line in _summary(report)]
+    lines += [f"- {_cell(line)}" for line in [*_summary(report), *_partial(report)]]
     if not report.impacts:
         lines.append("No column changed." if report.comparison else "Nothing asked.")
         return "\n".join(lines) + "\n"
@@ -192,7 +220,9 @@ def as_markdown(report: Report, graph: ColumnGraph) -> str:
         lines.append("")
         if change.change in {"removed", "renamed"} and impact.still_read:
             lines += [f"**Still read as `{change.column}`**: these readers break.", ""]
-        if not (impact.columns or impact.rows or impact.tests or impact.exposures):
+        if not (
+            impact.columns or impact.rows or impact.tests or impact.exposures or impact.may_read
+        ):
             lines.append("Nothing downstream reads it.")
             continue
         lines += ["| reader | kind | how | path |", "|---|---|---|---|"]
@@ -212,5 +242,10 @@ def as_markdown(report: Report, graph: ColumnGraph) -> str:
             lines.append(
                 f"| `{_cell(x.exposure.name)}` | exposure ({x.exposure.type}) | | "
                 f"{_md_path(graph, x.path)} |"
+            )
+        for o in impact.may_read:
+            lines.append(
+                f"| `{_name(graph, o.node)}` | may read (opaque) | {_cell(o.reason)} | "
+                f"{_md_path(graph, o.path)} |"
             )
     return "\n".join(lines) + "\n"

@@ -15,7 +15,9 @@ from typing import Any, Final, Literal
 
 from dbt_oml.errors import SelectionError
 from dbt_oml.lineage.graph import ColumnGraph, Edge, GraphNode, RowsEdge
+from dbt_oml.lineage.graph_doc import graph_json, transformations_json
 from dbt_oml.lineage.types import Transformation
+from dbt_oml.namespaces import Namespaces
 
 #: The version of the JSON document; bumped only if a key is renamed or removed.
 DOCUMENT_VERSION: Final = 1
@@ -54,6 +56,8 @@ class LineageView:
     """The column graph of a project, and the lookups `dbt-oml lineage` needs."""
 
     graph: ColumnGraph
+    namespaces: Namespaces | None = None
+    """Each catalog's namespace: with them, the document's nodes say where each relation lives."""
     _names: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -227,18 +231,6 @@ def as_text(root: str, column: str, hops: tuple[Hop, ...], direction: Direction)
     return lines
 
 
-def _transformations(transforms: tuple[Transformation, ...]) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": t.type,
-            "subtype": t.subtype,
-            "masking": t.masking,
-            **({"description": t.description} if t.description else {}),
-        }
-        for t in transforms
-    ]
-
-
 def hops_json(hops: tuple[Hop, ...], direction: Direction) -> list[dict[str, Any]]:
     """A tree as JSON: each hop with its node, column, transformations and next hops."""
     return [
@@ -248,54 +240,13 @@ def hops_json(hops: tuple[Hop, ...], direction: Direction) -> list[dict[str, Any
             "column": h.column,
             "kind": h.kind,
             "opaque": h.opaque,
-            "transformations": _transformations(h.transformations),
+            "transformations": transformations_json(h.transformations),
             "repeated": h.repeated,
             **({"rows": True} if h.rows else {}),
             direction: hops_json(h.children, direction),
         }
         for h in hops
     ]
-
-
-def graph_json(graph: ColumnGraph, keep: set[str] | None = None) -> dict[str, Any]:
-    """The nodes and column edges (of the `keep` nodes, or all) as JSON."""
-    nodes = [n for n in graph.nodes.values() if keep is None or n.id in keep]
-    return {
-        "nodes": [
-            {
-                "id": n.id,
-                "kind": n.kind,
-                "name": n.name,
-                "relation": n.relation,
-                "columns": list(n.columns),
-                "opaque": n.opaque,
-                "path": n.path,
-                "materialized": n.materialized,
-                "depends_on": [d for d in n.depends_on if keep is None or d in keep],
-            }
-            for n in sorted(nodes, key=lambda n: n.id)
-        ],
-        "edges": [
-            {
-                "from": [e.source, e.source_column],
-                "to": [e.target, e.target_column],
-                "transformations": _transformations(e.transformations),
-            }
-            for e in sorted(
-                graph.edges(), key=lambda e: (e.target, e.target_column, e.source, e.source_column)
-            )
-            if keep is None or (e.source in keep and e.target in keep)
-        ],
-        "rows": [
-            {
-                "from": [r.source, r.source_column],
-                "to": r.target,
-                "transformations": _transformations(r.transformations),
-            }
-            for r in sorted(graph.rows_edges(), key=lambda r: (r.target, r.source, r.source_column))
-            if keep is None or (r.source in keep and r.target in keep)
-        ],
-    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,7 +277,7 @@ def answer(view: LineageView, query: Query) -> Answer:
         SelectionError: unknown model or column, or upstream of an opaque model.
     """
     if query.model is None:
-        doc = _document(None, query, up={}, down={}, graph=view.graph, keep=None)
+        doc = _document(None, query, up={}, down={}, view=view, keep=None)
         return Answer(None, {}, {}, doc)
     node = view.find_node(query.model)
     if query.column is not None:
@@ -342,7 +293,7 @@ def answer(view: LineageView, query: Query) -> Answer:
         c: view.tree(node.id, c, "downstream", query.options) for c in columns if query.downstream
     }
     keep = {node.id} | {h for trees in (up, down) for hops in trees.values() for h in _ids(hops)}
-    doc = _document(node, query, up=up, down=down, graph=view.graph, keep=keep)
+    doc = _document(node, query, up=up, down=down, view=view, keep=keep)
     return Answer(node, up, down, doc)
 
 
@@ -358,7 +309,7 @@ def _document(
     *,
     up: dict[str, tuple[Hop, ...]],
     down: dict[str, tuple[Hop, ...]],
-    graph: ColumnGraph,
+    view: LineageView,
     keep: set[str] | None,
 ) -> dict[str, Any]:
     return {
@@ -370,7 +321,7 @@ def _document(
         "direct_only": query.options.direct_only,
         "columns": {c: hops_json(h, "upstream") for c, h in up.items()},
         "downstream": {c: hops_json(h, "downstream") for c, h in down.items()},
-        "graph": graph_json(graph, keep),
+        "graph": graph_json(view.graph, keep, namespaces=view.namespaces),
     }
 
 

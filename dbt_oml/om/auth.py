@@ -14,11 +14,18 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx2
 
-from dbt_oml.errors import CredentialError, RateLimitedError, TransientDeliveryError
+from dbt_oml.errors import (
+    CredentialError,
+    Fault,
+    TransientDeliveryError,
+    UnreachableError,
+    classify,
+    status_error,
+)
 from dbt_oml.om.retry import retry_after
 from dbt_oml.redaction import redact
 
@@ -89,15 +96,12 @@ class BasicLogin:
     def token(self, http: httpx2.Client, base_url: str) -> str:
         if self._cached is None:
             encoded = base64.b64encode(self.password.encode()).decode()
-            try:
-                response = http.post(
-                    f"{base_url}/api/v1/users/login",
-                    json={"email": self.email, "password": encoded},
-                )
-            except httpx2.TransportError as e:
-                raise TransientDeliveryError(
-                    target=base_url, reason=f"login: {type(e).__name__}"
-                ) from e
+            response = post(
+                http,
+                f"{base_url}/api/v1/users/login",
+                target=f"POST {redact(base_url)}/api/v1/users/login",
+                json={"email": self.email, "password": encoded},
+            )
             unavailable(response, f"POST {redact(base_url)}/api/v1/users/login")
             if response.status_code != HTTPStatus.OK:
                 raise CredentialError(
@@ -140,10 +144,9 @@ class OAuth2ClientCredentials:
             }
             if self.scope:
                 form["scope"] = self.scope
-            try:
-                response = http.post(self.token_url, data=form)
-            except httpx2.TransportError as e:
-                raise TransientDeliveryError(target=self.token_url, reason=type(e).__name__) from e
+            response = post(
+                http, self.token_url, target=f"POST {redact(self.token_url)}", data=form
+            )
             unavailable(response, f"POST {redact(self.token_url)}")
             if response.status_code != HTTPStatus.OK:
                 raise CredentialError(
@@ -196,18 +199,40 @@ class BearerAuth(httpx2.Auth):
         return f"Bearer {self.provider.token(self._http, self._base_url)}"
 
 
+def post(http: httpx2.Client, url: str, *, target: str, **body: Any) -> httpx2.Response:
+    """POST to a login or token endpoint; nothing listening there is UnreachableError (two quick
+    retries, as for OM itself), a timeout or a broken connection TransientDeliveryError."""
+    try:
+        return http.post(url, **body)
+    except httpx2.ConnectError as e:
+        raise UnreachableError(target=target, reason=connect_reason(e)) from e
+    except httpx2.TimeoutException as e:
+        raise TransientDeliveryError(target=target, reason="timed out") from e
+    except httpx2.TransportError as e:
+        raise TransientDeliveryError(target=target, reason=type(e).__name__) from e
+
+
+def connect_reason(error: Exception) -> str:
+    """What a failed connection says: refused, an unknown host, or the error's kind."""
+    text = str(error).lower()
+    if "refused" in text:
+        return "connection refused"
+    if "name or service" in text or "nodename" in text or "resolution" in text:
+        return "unknown host"
+    return f"cannot connect ({type(error).__name__})"
+
+
 def unavailable(response: httpx2.Response, target: str) -> None:
     """A token endpoint that is busy (429) or failing (5xx) says nothing about the secret:
     RateLimitedError or TransientDeliveryError, retried like any OpenMetadata request."""
     status = response.status_code
-    if status == HTTPStatus.TOO_MANY_REQUESTS:
-        raise RateLimitedError(
+    if classify(status) is Fault.RETRYABLE:
+        raise status_error(
+            status,
             target=target,
-            reason=f"429 {message_of(response)}".strip(),
+            reason=f"{status} {message_of(response)}".strip(),
             retry_after=retry_after(response.headers.get("retry-after")),
         )
-    if status >= HTTPStatus.INTERNAL_SERVER_ERROR:
-        raise TransientDeliveryError(target=target, reason=f"{status} {message_of(response)}")
 
 
 def token_in(response: httpx2.Response, name: str, *, key: str, target: str, hint: str) -> str:

@@ -25,9 +25,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 
-from dbt_oml.errors import ConfigError
+from dbt_oml.errors import ConfigError, TerminalDeliveryError
 from dbt_oml.om.client import OpenMetadataClient
 from dbt_oml.om.names import check_name, fqn
 from dbt_oml.om.prepare import STORAGE_PREFIXES
@@ -53,6 +54,8 @@ class BootstrapReport:
     services: dict[str, str] = field(default_factory=dict)
     #: (namespace, name) of datasets whose table exists in OM after bootstrap
     ensured: set[tuple[str, str]] = field(default_factory=set)
+    #: (namespace, name) -> why OM cannot hold that dataset's table (a 400, a name it refuses)
+    refused: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 class Bootstrap:
@@ -73,6 +76,8 @@ class Bootstrap:
         self._services: dict[str, dict[str, Any]] | None = None
         self._children: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
         self._reported: set[str] = set()
+        #: (namespace, name) -> table of the datasets ensured (their `hierarchy` facet read)
+        self._refs: dict[tuple[str, str], TableRef] = {}
         #: what a table listing asks for (om.dbt_metadata adds owners and the data model)
         self.table_fields = "columns,tags"
 
@@ -98,13 +103,17 @@ class Bootstrap:
             }
         return self._children[key]
 
+    def listed(self, collection: str, parent_fqn: str) -> dict[str, dict[str, Any]]:
+        """What bootstrap has listed or written under a parent, by name (never a request)."""
+        return self._children.get((collection, parent_fqn), {})
+
     def owned_table(self, namespace: str, name: str) -> tuple[str, dict[str, Any]] | None:
         """(FQN, entity) of the table OM holds for a dataset of an owned service; None when the
         dataset is foreign, no table, or not in OM. Reads only (listings, cached).
 
         In a dry run, a table bootstrap would create is its planned body (no `id`).
         """
-        ref = table_ref({"namespace": namespace, "name": name})
+        ref = self._refs.get((namespace, name)) or table_ref({"namespace": namespace, "name": name})
         service = self._owned_service(ref.namespace) if ref is not None else None
         if ref is None or service is None:
             return None
@@ -152,16 +161,12 @@ class Bootstrap:
                     folders.add(folder)
                 ref = table_ref(dataset)
                 if ref is not None:
+                    self._refs[(ref.namespace, str(dataset.get("name")))] = ref
                     # the best schema wins: authoritative over partial, then the longer one
                     current = tables.get(ref)
                     if current is None or rank(dataset) > rank(current):
                         tables[ref] = dataset
-        for ref, dataset in tables.items():
-            try:
-                if self._ensure_table(ref, dataset, report):
-                    report.ensured.add((ref.namespace, str(dataset.get("name"))))
-            except ConfigError as e:
-                self._once(report, str(e))
+        self._ensure_tables(tables, report)
         for namespace, path in sorted(folders):
             try:
                 self._ensure_containers(namespace, path, report)
@@ -170,6 +175,23 @@ class Bootstrap:
         if pipelines:
             self._ensure_pipelines(sorted(pipelines), report)
         return report
+
+    def _ensure_tables(
+        self, tables: Mapping[TableRef, Mapping[str, Any]], report: BootstrapReport
+    ) -> None:
+        """Each table, on its own: a 400 or a name OM refuses costs that table's events only."""
+        for ref, dataset in tables.items():
+            key = (ref.namespace, str(dataset.get("name")))
+            try:
+                if self._ensure_table(ref, dataset, report):
+                    report.ensured.add(key)
+            except ConfigError as e:  # a name OM would refuse
+                self._once(report, str(e))
+                report.refused[key] = str(e)
+            except TerminalDeliveryError as e:
+                if e.status != HTTPStatus.BAD_REQUEST:
+                    raise  # 401, 403: every event is concerned, not this table's
+                report.refused[key] = f"OpenMetadata refused its table: {e.reason}"
 
     def _ensure_containers(
         self, namespace: str, path: tuple[str, ...], report: BootstrapReport

@@ -21,10 +21,12 @@ import httpx2
 
 from dbt_oml.errors import (
     CredentialError,
-    RateLimitedError,
+    Fault,
     TerminalDeliveryError,
     TransientDeliveryError,
     UnreachableError,
+    classify,
+    status_error,
 )
 from dbt_oml.om.auth import (
     BasicLogin,
@@ -33,6 +35,7 @@ from dbt_oml.om.auth import (
     StaticToken,
     TokenFile,
     TokenProvider,
+    connect_reason,
     message_of,
 )
 from dbt_oml.om.retry import retry_after
@@ -56,6 +59,8 @@ ROLE_FOR: Mapping[str, str] = {
 #: The media type OM's PATCH endpoints consume (anything else: 415).
 JSON_PATCH = "application/json-patch+json"
 #: The `status` of every answer of OM's OpenLineage endpoints (ref §1.5).
+#: The shortest timeout a retry gets, however little of the budget is left (seconds).
+MIN_TIMEOUT = 0.5
 OM_STATUSES = frozenset({"success", "partial_success", "failure"})
 #: What to do when something else answers in OM's place (a proxy, an SSO login page).
 NOT_OM_HINT = "a proxy or a login page answered instead of OpenMetadata: check the url (OM_HOST)"
@@ -87,11 +92,14 @@ class OpenMetadataClient:
         http: httpx2.Client,
         auth: TokenProvider | None,
         now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+        time_left: Callable[[], float | None] = lambda: None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.http = http
         self.auth = auth
         self.now = now  # the wall clock an HTTP-date Retry-After is counted from
+        #: seconds a request may still take (the retry budget's; None: the client's timeout)
+        self.time_left = time_left
         self._flow = BearerAuth(auth, http=http, base_url=self.base_url) if auth else None
         self.requests = 0
 
@@ -133,24 +141,25 @@ class OpenMetadataClient:
                 target=target,
                 reason=f"401 {message_of(response)}",
                 hint="token missing or expired (bot JWT? reissue it)",
+                status=status,
             )
         if status == HTTPStatus.FORBIDDEN and "not admin" not in message_of(response):
             raise _forbidden(target, message_of(response))
-        if status == HTTPStatus.TOO_MANY_REQUESTS:
-            raise RateLimitedError(
+        if classify(status) is Fault.RETRYABLE:
+            raise status_error(
+                status,
                 target=target,
-                reason=f"429 {message_of(response)}".strip(),
+                reason=f"{status} {message_of(response)}".strip(),
                 retry_after=retry_after(response.headers.get("retry-after"), now=self.now()),
             )
-        if status >= HTTPStatus.INTERNAL_SERVER_ERROR:
-            raise TransientDeliveryError(target=target, reason=f"{status} {message_of(response)}")
         body, is_json = _json(response)
-        if not is_json and HTTPStatus.OK <= status < HTTPStatus.MULTIPLE_CHOICES:
+        if not is_json and classify(status) is None:
             media = response.headers.get("content-type", "no content type").split(";")[0]
             raise TransientDeliveryError(
                 target=target,
                 reason=f"{status} that is not OpenMetadata's answer ({media}, not JSON)",
                 hint=NOT_OM_HINT,
+                status=status,
             )
         return Reply(status, body)
 
@@ -164,21 +173,35 @@ class OpenMetadataClient:
         params: Mapping[str, Any] | None,
         headers: Mapping[str, str],
     ) -> httpx2.Response:
+        options: dict[str, Any] = {"params": params, "headers": headers, "auth": self._flow}
+        timeout = self._timeout()
+        if timeout is not None:
+            options["timeout"] = timeout
         try:
             if "Content-Type" in headers:
                 body = jsonlib.dumps(json).encode()
-                return self.http.request(
-                    method, url, content=body, params=params, headers=headers, auth=self._flow
-                )
-            return self.http.request(
-                method, url, json=json, params=params, headers=headers, auth=self._flow
-            )
+                return self.http.request(method, url, content=body, **options)
+            return self.http.request(method, url, json=json, **options)
         except httpx2.TimeoutException as e:
             raise TransientDeliveryError(target=target, reason="timed out") from e
         except httpx2.ConnectError as e:
-            raise UnreachableError(target=target, reason=_connect_reason(e)) from e
+            raise UnreachableError(target=target, reason=connect_reason(e)) from e
         except httpx2.TransportError as e:
             raise TransientDeliveryError(target=target, reason=type(e).__name__) from e
+
+    def _timeout(self) -> httpx2.Timeout | None:
+        """The client's timeouts, each capped at what is left of a failing spell's budget."""
+        left = self.time_left()
+        if left is None:
+            return None
+        cap = max(left, MIN_TIMEOUT)
+        t = self.http.timeout
+        return httpx2.Timeout(
+            connect=min(t.connect or cap, cap),
+            read=min(t.read or cap, cap),
+            write=min(t.write or cap, cap),
+            pool=min(t.pool or cap, cap),
+        )
 
     def get_by_name(
         self, collection: str, fqn: str, *, fields: str | None = None
@@ -288,7 +311,9 @@ class OpenMetadataClient:
         if reply.status == HTTPStatus.FORBIDDEN:
             raise _forbidden(target, reply.message)
         if not reply.ok:
-            raise TerminalDeliveryError(target=target, reason=f"{reply.status} {reply.message}")
+            raise status_error(
+                reply.status, target=target, reason=f"{reply.status} {reply.message}"
+            )
         if not isinstance(reply.body, dict):
             raise TransientDeliveryError(
                 target=target,
@@ -313,15 +338,6 @@ def _json(response: httpx2.Response) -> tuple[Any, bool]:
     return {"message": response.text[:200]}, False
 
 
-def _connect_reason(error: Exception) -> str:
-    text = str(error).lower()
-    if "refused" in text:
-        return "connection refused"
-    if "name or service" in text or "nodename" in text or "resolution" in text:
-        return "unknown host"
-    return f"cannot connect ({type(error).__name__})"
-
-
 def _forbidden(target: str, message: str) -> TerminalDeliveryError:
     """A 403 naming the operation OM refused, and the role that grants it when we know one.
 
@@ -333,7 +349,7 @@ def _forbidden(target: str, message: str) -> TerminalDeliveryError:
     if role is None and "ANY of the required permissions" in message:
         role = "IngestionBotRole (EditTests on tables)"
     hint = f"give the bot {role}" if role else ""
-    return TerminalDeliveryError(target=target, reason=f"403 {message}", hint=hint)
+    return TerminalDeliveryError(target=target, reason=f"403 {message}", hint=hint, status=403)
 
 
 __all__ = [  # the token providers live in om.auth; their users import them from here too

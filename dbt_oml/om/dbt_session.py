@@ -92,7 +92,7 @@ class Session:
         try:
             return self._call(action)  # type: ignore[no-any-return]
         except TerminalDeliveryError as e:
-            if not e.reason.startswith("403"):
+            if e.status != HTTPStatus.FORBIDDEN:
                 raise
             self.parts.discard(part)
             hint = e.hint or f"give the bot {ROLE[part]}"

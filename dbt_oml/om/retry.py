@@ -1,8 +1,11 @@
 """dbt_oml's one retry mechanism (tenacity): backoff, a time budget, and the OM run's breaker.
 
 Every request to OpenMetadata in a run (settings, bootstrap, batches, lineage reads) draws on the
-same RetryBudget. Transient failures are retried with exponential backoff while the budget lasts;
-a refused connection (nothing listens) gets two quick retries only. Once a call fails for good the
+same RetryBudget. The budget is the time one spell of failures may cost, counted from the start
+of the first attempt that failed (so a request that hung until its timeout has already spent that
+much) and ended by the next success; a retry's request timeout is capped at what is left of it
+(`time_left`). Transient failures are retried with exponential backoff while the budget lasts; a
+refused connection (nothing listens) gets two quick retries only. Once a call fails for good the
 breaker opens: every later call fails at once, so the rest of the run goes to the outbox in
 milliseconds instead of waiting a timeout per batch. The JetStream publish and the relay's
 reconnects use the same pieces (`exponential`, `within`) with tenacity's async retrying. Clock and
@@ -92,7 +95,7 @@ def _log_retry(state: RetryCallState) -> None:
 
 
 class RetryBudget:
-    """Retries transient failures within `seconds` in total, counted from the first call."""
+    """Retries transient failures for at most `seconds` per spell of failures (see the module)."""
 
     def __init__(
         self,
@@ -106,6 +109,7 @@ class RetryBudget:
         self.seconds = seconds
         self.clock, self.sleep = clock, sleep
         self.wait = exponential(first_delay, max_delay)
+        #: when the current spell of failures must end (None: the last call succeeded)
         self._deadline: float | None = None
         self.broken: TransientDeliveryError | None = None
 
@@ -114,25 +118,36 @@ class RetryBudget:
         self._deadline = None
         self.broken = None
 
+    def time_left(self) -> float | None:
+        """Seconds left of the current spell of failures; None when nothing is failing (a
+        request then gets its full timeout)."""
+        if self._deadline is None:
+            return None
+        return max(0.0, self._deadline - self.clock())
+
     def call(self, action: Callable[[], T]) -> T:
         """`action()`, retried on transient failures; raises the last one when out of budget."""
         if self.broken is not None:
             raise self.broken
-        if self._deadline is None:
-            self._deadline = self.clock() + self.seconds
         wait = _honouring_retry_after(self.wait)
-        out_of_time = within(self._deadline, self.clock, wait)
+        started = [self.clock()]
         refused = 0
+
+        def attempt() -> T:
+            started[0] = self.clock()
+            return action()
 
         def give_up(state: RetryCallState) -> bool:
             nonlocal refused
+            if self._deadline is None:  # this spell began when the failed attempt did
+                self._deadline = started[0] + self.seconds
             if state.outcome is not None and isinstance(
                 state.outcome.exception(), UnreachableError
             ):
                 refused += 1
                 if refused > UNREACHABLE_RETRIES:
                     return True
-            return out_of_time(state)
+            return within(self._deadline, self.clock, wait)(state)
 
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(TransientDeliveryError),
@@ -143,7 +158,9 @@ class RetryBudget:
             reraise=True,
         )
         try:
-            return retrying(action)
+            result = retrying(attempt)
         except TransientDeliveryError as e:
             self.broken = e
             raise
+        self._deadline = None  # a success ends the spell
+        return result

@@ -4,11 +4,15 @@ Pure. Only an authoritative schema (the `dbt_oml_schema` facet says `complete`: 
 the warehouse's own columns) may change a table's column list; a partial one (declared columns)
 adds columns OM lacks and types OM does not know, never removes or blanks one. Descriptions OM
 holds are never replaced by an empty one.
+
+A dataset's table is the last three parts of its dot-joined name, unless its OpenLineage
+`hierarchy` facet names the DATABASE, SCHEMA and TABLE (a part that holds a dot itself);
+column-lineage `inputFields` carry no facets, so they are looked up among the event's datasets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,15 +31,83 @@ class TableRef:
     schema: str
     table: str
 
+    @property
+    def dotted(self) -> bool:
+        """Whether a part holds a `.` (OM's OpenLineage resolver cannot find such a table)."""
+        return any("." in part for part in (self.database, self.schema, self.table))
 
-def table_ref(dataset: Mapping[str, Any]) -> TableRef | None:
+
+def table_ref(
+    dataset: Mapping[str, Any], known: Mapping[tuple[str, str], TableRef] | None = None
+) -> TableRef | None:
+    """The table of a dataset: its `hierarchy` facet's levels, else `known` (the refs of the
+    event's datasets, for an `inputFields` entry), else the last three parts of its name.
+
+    >>> table_ref({"namespace": "duckdb://pod", "name": "warehouse.core.orders"}).table
+    'orders'
+    """
     namespace, name = str(dataset.get("namespace", "")), str(dataset.get("name", ""))
     if namespace.lower().startswith(STORAGE_PREFIXES) or namespace == "file":
         return None  # storage and local files are not tables
+    levels = _hierarchy(dataset)
+    if levels is not None:
+        return TableRef(namespace, *levels)
+    if known is not None and (namespace, name) in known:
+        return known[(namespace, name)]
     parts = name.split(".")
     if len(parts) < TABLE_NAME_PARTS:
         return None
     return TableRef(namespace, parts[-3], parts[-2], parts[-1])
+
+
+def _hierarchy(dataset: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """(database, schema, table) from the `hierarchy` facet, when it names all three."""
+    facet = (dataset.get("facets") or {}).get("hierarchy")
+    levels = facet.get("hierarchy") if isinstance(facet, Mapping) else None
+    if not isinstance(levels, list):
+        return None
+    by_type = {
+        str(level.get("type", "")).upper(): level.get("name")
+        for level in levels
+        if isinstance(level, Mapping)
+    }
+    found = tuple(by_type.get(t) for t in ("DATABASE", "SCHEMA", "TABLE"))
+    if not all(isinstance(part, str) and part for part in found):
+        return None
+    return found  # type: ignore[return-value]
+
+
+def dataset_refs(datasets: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], TableRef]:
+    """(namespace, name) -> table, for the datasets that are tables (to resolve inputFields)."""
+    out = {}
+    for dataset in datasets:
+        ref = table_ref(dataset)
+        if ref is not None:
+            out[(ref.namespace, str(dataset.get("name", "")))] = ref
+    return out
+
+
+def candidates(namespace: str, name: str) -> Iterator[TableRef]:
+    """The tables a bare dataset name may stand for: for `db.schema.table` that one; for a name
+    of more parts, each way a part may hold a dot (the table first), then the last three parts.
+
+    >>> [r.table for r in candidates("ns", "db.core.v1.orders")]
+    ['v1.orders', 'orders', 'orders', 'orders']
+    """
+    parts = name.split(".")
+    if len(parts) < TABLE_NAME_PARTS:
+        return
+    last = len(parts)
+    for first_cut in range(1, last - 1):
+        for second_cut in range(first_cut + 1, last):
+            yield TableRef(
+                namespace,
+                ".".join(parts[:first_cut]),
+                ".".join(parts[first_cut:second_cut]),
+                ".".join(parts[second_cut:]),
+            )
+    if last > TABLE_NAME_PARTS:
+        yield TableRef(namespace, parts[-3], parts[-2], parts[-1])
 
 
 def _columns(dataset: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -23,10 +23,12 @@ from dbt_oml.impact.analysis import (
     ColumnChange,
     Report,
     analyse_impact,
+    bearing_on,
     borrow,
     columns_tested,
     compare,
     modified_models,
+    uncompiled,
 )
 from dbt_oml.impact.exposures import read_exposures
 from dbt_oml.impact.sql import schema_of
@@ -46,6 +48,11 @@ def compiled_sql(artifacts: RunArtifacts) -> dict[str, str]:
             {r.unique_id: r.compiled_code for r in artifacts.run_results.results if r.compiled_code}
         )
     return out
+
+
+def uncompiled_models(artifacts: RunArtifacts) -> tuple[tuple[str, ...], int]:
+    """The models and snapshots of these artifacts with no compiled SQL, and how many in all."""
+    return uncompiled(artifacts.manifest, compiled_sql(artifacts))
 
 
 def _without(
@@ -141,7 +148,12 @@ def impact(
         dialect=project.adapter_type,
         default_catalog=project.catalogs[0].alias if project.catalogs else None,
     )
-    return dataclasses.replace(report, state=str(state) if state else None), graph
+    missing, total = uncompiled_models(current)
+    # a comparison needs every model's compiled SQL; named columns only their descendants'
+    roots = None if state is not None else [i.change.node for i in report.impacts]
+    missing = bearing_on(graph, missing, roots)
+    state_text = str(state) if state else None
+    return dataclasses.replace(report, state=state_text, uncompiled=missing, analysed=total), graph
 
 
 def impact_of_artifacts(

@@ -7,33 +7,21 @@ lets a lineage problem change dbt's result: the caller (cli) decides the exit co
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
 from openlineage.client.event_v2 import RunEvent, RunState
 
-from dbt_oml.artifacts import (
-    Catalog,
-    Manifest,
-    RunArtifacts,
-    read_manifest,
-)
-from dbt_oml.config import Settings
+from dbt_oml.artifacts import Catalog, Manifest, RunArtifacts, read_manifest
+from dbt_oml.config import Settings, plan_settings
 from dbt_oml.dbt.relation_columns import live_catalog
-from dbt_oml.dbt.runner import (
-    DbtContext,
-    NodeStarted,
-    run_dbt,
-)
+from dbt_oml.dbt.runner import DbtContext, NodeStarted, run_dbt
 from dbt_oml.delivery.emitter import Delivery, Unconfigured
 from dbt_oml.errors import ArtifactError, ConfigError, DbtOmlError
-from dbt_oml.events.builder import (
-    BUILD_COMMANDS,
-    EventBuilder,
-    iter_events,
-)
+from dbt_oml.events.builder import BUILD_COMMANDS, EventBuilder, iter_events
 from dbt_oml.lineage.model import ModelLineage
+from dbt_oml.namespaces import override_error
 from dbt_oml.pipeline.catalog import (
     CATALOG_COMMANDS,
     artifacts_with_catalog,
@@ -48,6 +36,7 @@ from dbt_oml.pipeline.run_state import (
     check_transport,
     event_settings,
     invocation_of,
+    keep_durably,
     make_emitter,
     namespaces_for,
     outbox_path,
@@ -74,6 +63,8 @@ class LiveEmitter:
         self.sent_ends: set[str] = set()  # plugin mode: node runs ended as dbt finished them
         self.node_lineage: Mapping[str, ModelLineage] = {}  # plugin mode: lineage already made
         self.live_catalog: tuple[Catalog | None, str | None] | None = None
+        self.held: list[RunEvent] | None = None  # until the manifest confirms an override
+        self.refusal: ConfigError | None = None  # an override names no catalog: nothing is sent
 
     def on_invocation(self, context: DbtContext) -> None:
         self.context = context
@@ -105,7 +96,23 @@ class LiveEmitter:
                 nodes={},
             ),
         )
+        self.settle(None)
         self._send(self.builder.parent_start())
+
+    def settle(self, manifest: Manifest | None, *, final: bool = False) -> None:
+        """Hold the events while only the manifest can confirm a namespace override's catalog;
+        when one names no catalog of the profile or the manifest, send nothing (`refusal`)."""
+        ctx, _, delivery = self.wired()
+        nodes = manifest.nodes.values() if manifest else ()
+        error = override_error(self.settings, [c.alias for c in ctx.catalogs], nodes)
+        if error is not None and manifest is None and not final:
+            self.held = self.held or []
+        elif error is not None:  # plugin mode sends node ends itself: kept, not sent
+            self.refusal, self.held, delivery.held = error, None, True
+        else:
+            held, self.held = self.held or [], None
+            for event in held:
+                self._send(event)
 
     def on_node_start(self, event: NodeStarted) -> None:
         if self.builder is None or self.context is None:
@@ -157,9 +164,16 @@ class LiveEmitter:
             )
             return
         builder.manifest = manifest
+        if self.held is not None:
+            self.settle(manifest)
 
     def _send(self, event: RunEvent) -> None:
         _, _, delivery = self.wired()
+        if self.refusal is not None:
+            return
+        if self.held is not None:
+            self.held.append(event)
+            return
         self.report.events_built += 1
         delivery.send(event)
 
@@ -171,16 +185,19 @@ def build(
     cwd: Path,
     report: Report | None = None,
     progress: Progress | None = None,
+    announce: Callable[[], None] | None = None,
 ) -> Report:
     """`dbt-oml <command> ...`: run dbt with live events, then the enriched terminal events.
 
     `report` is filled in as the run goes, so a caller still knows dbt's exit code if
-    something after dbt fails.
+    something after dbt fails; `announce` is called once the transport is checked.
     """
     from dbt_oml.dbt.own_runs import suppressed
 
     report = report if report is not None else Report()
     check_transport(settings)  # a typo in the transport must not cost a two-hour build
+    if announce is not None:
+        announce()
     live = LiveEmitter(settings, cwd=cwd, report=report)
     with suppressed():  # the dbt plugin stays inert inside dbt-oml's own dbt runs
         invocation = run_dbt(dbt_args, live, at_end=live.columns_at_end)
@@ -239,7 +256,8 @@ def _write_explorer(
             project_dir=ctx.project_root,
             target_path=ctx.target_path,
             dialect=ctx.adapter_type,
-            default_catalog=ctx.catalogs[0].alias if ctx.catalogs else None,
+            catalogs=ctx.catalogs,
+            settings=settings,
         )
     except (DbtOmlError, OSError) as e:
         report.problems.append(f"the explorer page was not written: {e}")
@@ -260,8 +278,14 @@ def finish(
     nothing, a parse error) only the invocation's run is ended. With --dry-run, the report
     also gets the OpenMetadata bootstrap plan for the console.
     """
-    _, builder, delivery = live.wired()
+    ctx, builder, delivery = live.wired()
     report = live.report
+    if live.held is not None:
+        live.settle(artifacts.manifest if artifacts else None, final=True)
+    if live.refusal is not None:
+        report.delivery = delivery.close()
+        keep_durably(live.settings, ctx.target_path, report)
+        raise live.refusal
     if artifacts is not None and artifacts.run_results is not None:
         # the end as run_results.json records it, as `dbt-oml emit` reads it: the same run then
         # always gives the same events (and the same JetStream de-duplication ids)
@@ -291,8 +315,9 @@ def finish(
             raise
         finally:
             report.delivery = delivery.close()
+    keep_durably(live.settings, ctx.target_path, report)
     if live.settings.dry_run:
-        add_bootstrap_plan(live.settings, report)
+        add_bootstrap_plan(plan_settings(live.settings), report)
 
 
 def _terminal_events(

@@ -7,13 +7,13 @@ DBT_* variables and profile Jinja work exactly as for dbt.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from dbt_oml.artifacts import RunArtifacts, RunResults, failure_summary, read_artifacts
-from dbt_oml.config import Settings
+from dbt_oml.config import Settings, plan_settings
 from dbt_oml.dbt.project import ProjectOptions, ResolvedProject, resolve_project
 from dbt_oml.delivery.claims import claim, recover, release, set_aside
 from dbt_oml.delivery.emitter import Delivery, read_kept
@@ -22,6 +22,7 @@ from dbt_oml.errors import ArtifactError
 from dbt_oml.events.builder import iter_events
 from dbt_oml.events.invocation import Invocation
 from dbt_oml.lineage.view import LineageView
+from dbt_oml.namespaces import CatalogSpec, Namespaces, override_error, resolve_namespaces
 from dbt_oml.pipeline.lineage import (
     ProjectPlace,
     column_lineage_for,
@@ -33,15 +34,20 @@ from dbt_oml.pipeline.run_state import (
     Report,
     add_bootstrap_plan,
     event_settings,
+    keep_durably,
     make_emitter,
     namespaces_for,
+    outbox_folder,
     outbox_path,
     quiet_gc,
     reaches_openmetadata,
     read_node_starts,
+    remote_outbox,
 )
 
 logger = logging.getLogger(__name__)
+#: Called once before the transport is made: the CLI says where the events go.
+Announce = Callable[[], None]
 
 
 def _run_results(project: ResolvedProject, artifacts: RunArtifacts) -> RunResults:
@@ -72,13 +78,20 @@ def _invocation(project: ResolvedProject, artifacts: RunArtifacts) -> Invocation
     )
 
 
-def emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
-    """`dbt-oml emit`: build and send the events of existing artifacts, without running dbt."""
+def emit(
+    settings: Settings, options: ProjectOptions, *, cwd: Path, announce: Announce | None = None
+) -> Report:
+    """`dbt-oml emit`: build and send the events of existing artifacts, without running dbt.
+
+    `announce` is called once the artifacts and settings are checked, before the transport is
+    made (the CLI's line saying where events go)."""
     with quiet_gc():
-        return _emit(settings, options, cwd=cwd)
+        return _emit(settings, options, cwd=cwd, announce=announce)
 
 
-def _emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
+def _emit(
+    settings: Settings, options: ProjectOptions, *, cwd: Path, announce: Announce | None
+) -> Report:
     report = Report()
     project = resolve_project(options)
     artifacts = read_artifacts(project.target_path)
@@ -86,6 +99,12 @@ def _emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
     invocation = _invocation(project, artifacts)
     results = _run_results(project, artifacts)
     failed = [r for r in results.results if r.status in {"error", "fail"}]
+    nodes = artifacts.manifest.nodes.values()
+    error = override_error(settings, [c.alias for c in project.catalogs], nodes)
+    if error is not None:  # before anything is sent: a typo in a catalog name would do nothing
+        raise error
+    if announce is not None:
+        announce()
     emitter, report.destination = make_emitter(settings, project.target_path)
     lineage = column_lineage_for(
         settings,
@@ -118,27 +137,43 @@ def _emit(settings: Settings, options: ProjectOptions, *, cwd: Path) -> Report:
         report.events_built += 1
         delivery.send(event)
     report.delivery = delivery.close()
+    keep_durably(settings, project.target_path, report)
     if settings.dry_run:
-        add_bootstrap_plan(settings, report)
+        add_bootstrap_plan(plan_settings(settings), report)
     return report
 
 
-def outbox_files(settings: Settings, target_path: Path) -> tuple[Path, list[Path]]:
-    """The outbox directory of a project's target, and the files `dbt-oml flush` sends.
+def outbox_files(settings: Settings, target_path: Path) -> tuple[Path | str, list[Path]]:
+    """The outbox of a project's target (a durable one's URL), and the files `dbt-oml flush` sends.
 
     `*.rejected.jsonl` (events the server refused for good, lines that are no event) stay where
-    they are: `dbt-oml replay FILE` sends them on purpose, flush never.
+    they are: `dbt-oml replay FILE` sends them on purpose, flush never. With a durable outbox,
+    the objects waiting there are claimed and copied into the local outbox first (remote.pull).
     """
-    outbox = settings.outbox_dir or target_path / STATE_DIR / "outbox"
+    outbox = outbox_folder(settings, target_path)
     if outbox.is_dir():
         recover(outbox)
+    remote = remote_outbox(settings)
+    if remote is not None:
+        pulled = remote.pull(outbox)
+        for note in pulled.notes:
+            logger.info("%s", note)
+        for problem in pulled.problems:
+            logger.warning("%s", problem)
     files = sorted(outbox.glob("*.jsonl")) if outbox.is_dir() else []
     for folder in (f for f in files if not f.is_file()):
         logger.warning("%s: a directory, not an outbox file: left alone", folder)
-    return outbox, [f for f in files if f.is_file() and not f.name.endswith(REJECTED_SUFFIX)]
+    kept = [f for f in files if f.is_file() and not f.name.endswith(REJECTED_SUFFIX)]
+    return (remote.display if remote is not None else outbox), kept
 
 
-def replay(settings: Settings, files: Sequence[Path], *, target_path: Path) -> Report:
+def replay(
+    settings: Settings,
+    files: Sequence[Path],
+    *,
+    target_path: Path,
+    announce: Announce | None = None,
+) -> Report:
     """`dbt-oml replay FILE...` / `dbt-oml flush`: send kept events again.
 
     The files are set aside while their events are sent; whatever is still not accepted is kept
@@ -146,6 +181,8 @@ def replay(settings: Settings, files: Sequence[Path], *, target_path: Path) -> R
     what was delivered leaves it.
     """
     report = Report()
+    if announce is not None:
+        announce()
     emitter, report.destination = make_emitter(settings, target_path)
     staged = claim(files) if emitter is not None else list(files)
     kept = {path: read_kept(path) for path in staged}
@@ -162,8 +199,13 @@ def replay(settings: Settings, files: Sequence[Path], *, target_path: Path) -> R
     for path in staged:
         _set_aside(path, kept[path][1])
         release(path, all_delivered=not report.delivery.failed)
+    remote = remote_outbox(settings)
+    if remote is not None:  # kept again: up; then what the claims were copied from: gone
+        synced = remote.settle(outbox_folder(settings, target_path), staged)
+        report.delivery.notes += synced.notes
+        report.problems += synced.problems
     if settings.dry_run:
-        add_bootstrap_plan(settings, report)
+        add_bootstrap_plan(plan_settings(settings), report)
     return report
 
 
@@ -178,16 +220,24 @@ def _set_aside(claimed: Path, skipped: tuple[int, ...]) -> None:
         )
 
 
-def lineage_view(options: ProjectOptions) -> LineageView:
-    """`dbt-oml lineage`: analyse every model of existing artifacts, for tracing upstream."""
+def lineage_view(options: ProjectOptions) -> tuple[LineageView, tuple[str, ...], int]:
+    """`dbt-oml lineage`: analyse every model of existing artifacts, for tracing upstream; with
+    the models and snapshots that have no compiled SQL (a partial run's), and how many in all."""
+    from dbt_oml.pipeline.impact import uncompiled_models
+
     project = resolve_project(options)
-    return view_of(
-        read_artifacts(project.target_path),
+    artifacts = read_artifacts(project.target_path)
+    view = view_of(
+        artifacts,
         project_dir=project.project_dir,
         target_path=project.target_path,
         dialect=project.adapter_type,
         default_catalog=project.catalogs[0].alias if project.catalogs else None,
+        namespaces=resolve_namespaces(
+            project.catalogs, overrides={}, cwd=str(project.project_dir)
+        ).namespaces,
     )
+    return (view, *uncompiled_models(artifacts))
 
 
 def view_of(
@@ -197,8 +247,10 @@ def view_of(
     target_path: Path,
     dialect: str,
     default_catalog: str | None,
+    namespaces: Namespaces | None = None,
 ) -> LineageView:
-    """The column graph of every model of these artifacts (cached analyses reused)."""
+    """The column graph of every model of these artifacts (cached analyses reused); with the
+    catalogs' namespaces, each relation of the explorer shows where it lives."""
     _, graph = project_graph(
         artifacts,
         project_dir=project_dir,
@@ -206,7 +258,7 @@ def view_of(
         default_catalog=default_catalog,
         cache=lineage_cache(target_path),
     )
-    return LineageView(graph)
+    return LineageView(graph, namespaces=namespaces)
 
 
 def build_explorer(
@@ -216,17 +268,26 @@ def build_explorer(
     project_dir: Path,
     target_path: Path,
     dialect: str,
-    default_catalog: str | None,
+    catalogs: Sequence[CatalogSpec],
+    settings: Settings,
 ) -> Path:
-    """`dbt-oml build --explorer`: the whole project's explorer page from the run's artifacts."""
+    """`dbt-oml build --explorer`: the whole project's explorer page from the run's artifacts,
+    each relation with the namespace its events carry."""
     from dbt_oml.lineage.view import Query, answer
 
+    resolution = resolve_namespaces(
+        catalogs,
+        overrides=settings.namespaces,
+        duckdb_default=settings.duckdb_namespace,
+        cwd=str(project_dir),
+    )
     view = view_of(
         artifacts,
         project_dir=project_dir,
         target_path=target_path,
         dialect=dialect,
-        default_catalog=default_catalog,
+        default_catalog=catalogs[0].alias if catalogs else None,
+        namespaces=resolution.namespaces,
     )
     return write_explorer(path, answer(view, Query()).document)
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dbt_oml.artifacts import (
     parse_time,
@@ -27,6 +27,9 @@ from dbt_oml.errors import ConfigError, DbtOmlError
 from dbt_oml.events.invocation import EventSettings, Invocation
 from dbt_oml.namespaces import CatalogSpec, Namespaces, resolve_namespaces
 from dbt_oml.version import __version__
+
+if TYPE_CHECKING:
+    from dbt_oml.delivery.remote import RemoteOutbox
 
 logger = logging.getLogger(__name__)
 
@@ -222,10 +225,44 @@ def invocation_of(ctx: DbtContext) -> Invocation:
     )
 
 
+def outbox_folder(settings: Settings, target_path: Path) -> Path:
+    """The local outbox: `outbox_dir`, or <target>/dbt_oml/outbox (also under a durable one)."""
+    return settings.outbox_dir or target_path / STATE_DIR / "outbox"
+
+
 def outbox_path(settings: Settings, target_path: Path, invocation_id: str) -> Path:
     """Where the undelivered events of one invocation are kept."""
-    folder = settings.outbox_dir or target_path / STATE_DIR / "outbox"
-    return folder / f"{invocation_id}.jsonl"
+    return outbox_folder(settings, target_path) / f"{invocation_id}.jsonl"
+
+
+def remote_outbox(settings: Settings) -> RemoteOutbox | None:
+    """The durable outbox `outbox_dir` names by URL; None for a local one, or a dry run (which
+    writes nothing anywhere).
+
+    Raises:
+        ConfigError: the store's package cannot be imported.
+    """
+    if settings.outbox_url is None or settings.dry_run:
+        return None
+    from dbt_oml.delivery.remote import RemoteOutbox
+
+    return RemoteOutbox.open(settings.outbox_url)
+
+
+def keep_durably(settings: Settings, target_path: Path, report: Report) -> None:
+    """After a run, with a durable outbox: the local outbox's files go up to it (a store that
+    cannot be reached leaves them here, with one line in the report's problems)."""
+    try:
+        remote = remote_outbox(settings)
+    except ConfigError as e:  # after the run: its events stay here, and the line says why
+        report.problems.append(
+            f"{e}; the kept events stay in {outbox_folder(settings, target_path)}"
+        )
+        return
+    if remote is not None:
+        synced = remote.push(outbox_folder(settings, target_path))
+        report.delivery.notes += synced.notes
+        report.problems += synced.problems
 
 
 def write_node_starts(ctx: DbtContext, starts: Mapping[str, datetime]) -> None:

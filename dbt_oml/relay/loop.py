@@ -13,7 +13,7 @@ from typing import Any
 import tenacity
 from tenacity import RetryCallState
 
-from dbt_oml.errors import ConfigError, DeliveryError
+from dbt_oml.errors import ConfigError, DeliveryError, blames_payload
 from dbt_oml.redaction import redact
 from dbt_oml.relay.subjects import check_subjects
 from dbt_oml.relay.threads import off_loop
@@ -250,6 +250,9 @@ class Relay:
             self._unsettled.add(sequence)
         self.report.received += fresh
         verdicts = await self._verdicts(messages)
+        retried = [v.reason for v in verdicts if v.action is Action.RETRY and v.reason]
+        if retried:  # why, from the verdicts: OM may have kept events without an error
+            self.report.last_error = retried[0]
         counts = dict.fromkeys(Action, 0)
         for message, verdict in zip(messages, verdicts, strict=True):
             action = await self._settle_one(js, message, verdict)
@@ -295,9 +298,14 @@ class Relay:
         try:
             self.om.reset_budget()
             outcome = await off_loop(lambda: self.om.deliver(events))
-        except DeliveryError as e:  # OM unreachable, 5xx, 401/403: nothing was taken
+        except DeliveryError as e:  # nothing was taken
             self.report.last_error = redact(str(e))
-            return [Verdict(Action.RETRY, self.report.last_error)] * len(events)
+            if not blames_payload(e):  # OM unreachable, 5xx, 401/403: retry once fixed
+                return [Verdict(Action.RETRY, self.report.last_error)] * len(events)
+            if len(events) == 1:  # OM refused this event for good: a dead letter, its reason
+                return [Verdict(Action.DEAD, f"OpenMetadata refused it: {self.report.last_error}")]
+            logger.warning("relay: %s; trying the %d events one by one", e.reason, len(events))
+            return [v for event in events for v in await self._deliver([event])]
         except Exception as e:  # noqa: BLE001 - a bug must not stop the relay: isolate the event
             reason = redact(f"{type(e).__name__}: {e}")
             self.report.last_error = f"delivery failed unexpectedly ({reason})"

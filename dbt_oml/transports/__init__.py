@@ -9,13 +9,17 @@ Must not import the pipeline, the CLI, the relay or dbt: the layers above hand s
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Mapping
 from typing import Any
 
 from openlineage.client.transport import get_default_factory
+from openlineage.client.transport.composite import CompositeConfig, CompositeTransport
 from openlineage.client.transport.factory import DefaultTransportFactory
 from openlineage.client.transport.transport import Transport
+
+from dbt_oml.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +44,9 @@ class TransportFactory(DefaultTransportFactory):
         self.defaults = {k: dict(v) for k, v in (defaults or {}).items()}
 
     def _create_transport(self, config: dict[str, str]) -> Transport:
+        self._check_type(config.get("type"))
+        if config.get("type") == "composite":
+            return self._composite(dict(config))
         kind = next((k for k, path in KINDS.items() if config.get("type") in (k, path)), None)
         if kind is not None and isinstance(config.get("transports"), Mapping):
             # openlineage-python turns a leftover OPENLINEAGE_URL into `transports:
@@ -56,6 +63,41 @@ class TransportFactory(DefaultTransportFactory):
             if key != "type" and config.get(key) in (None, ""):
                 config[key] = value
         return super()._create_transport(config)
+
+    def _check_type(self, kind: object) -> None:
+        """A `type:` that is neither a known transport nor a dotted class path: one line with
+        the valid types (openlineage-python would try to import it: `not enough values to
+        unpack`)."""
+        if not isinstance(kind, str) or kind in self.transports or "." in kind:
+            return
+        close = difflib.get_close_matches(kind, list(self.transports), n=1, cutoff=0.6)
+        raise ConfigError(
+            key="transport.type",
+            source="the transport configuration",
+            reason=f"unknown transport type {kind!r}"
+            + (f" (did you mean {close[0]!r}?)" if close else ""),
+            hint="valid types: "
+            + ", ".join(sorted(self.transports))
+            + ", or a Transport class's dotted path",
+        )
+
+    def _composite(self, config: dict[str, Any]) -> Transport:
+        """openlineage-python's composite with its members made by this factory: the client's
+        own composite asks the global factory, which knows no `openmetadata` or `jetstream`."""
+        name, priority = config.pop("name", None), int(config.pop("priority", 0) or 0)
+        members = config.get("transports") or []
+        if isinstance(members, Mapping):
+            members = [{**c, "name": n} for n, c in members.items() if c]
+        made = [self.create(dict(member)) for member in members]
+        composite = CompositeConfig.from_dict(config)
+        if composite.sort_transports:
+            made.sort(key=lambda t: t.priority, reverse=True)
+        transport = CompositeTransport.__new__(CompositeTransport)
+        transport.__dict__["transports"] = made  # its cached property, filled by us
+        transport.__init__(composite)  # type: ignore[misc]
+        transport.name = transport.name or name
+        transport.priority = transport.priority or priority
+        return transport
 
 
 def build_transport_factory(

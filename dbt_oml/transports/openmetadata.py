@@ -7,9 +7,11 @@ each event is made OM-proof (om.prepare); an event without column lineage never 
 column lineage OM holds on an edge (the per-model guard); then the batch goes to
 POST /api/v1/openlineage/lineage/batch and OM's answer is checked event by event: `failedEvents`
 are rejected with OM's reason, and when OM drew fewer edges than the events carry, the events are
-posted one by one to find which ones OM could not resolve. When events carry dbt-oml's own
-dbt facets, the tables dbt-oml owns also get what OM's dbt ingestion shows (descriptions, tags,
-owners, the dbt tab, tests with a result per run: om.dbt_metadata), each part switchable.
+posted one by one to find which ones OM could not resolve. An edge with a table whose name
+holds a dot, which OM's endpoint cannot resolve, goes through PUT /api/v1/lineage instead
+(openmetadata_dotted). When events carry dbt-oml's own dbt facets, the tables dbt-oml owns also
+get what OM's dbt ingestion shows (descriptions, tags, owners, the dbt tab, tests with a result
+per run: om.dbt_metadata), each part switchable.
 
 Every request of a run shares one retry budget (om.retry); once it is spent, the rest goes to the
 outbox at once: `openmetadata.jsonl` (retrying may help: `dbt-oml flush`) or
@@ -33,25 +35,27 @@ import httpx2
 from openlineage.client.transport.transport import Transport
 
 from dbt_oml.delivery import outbox
-from dbt_oml.errors import DbtOmlError, TerminalDeliveryError
+from dbt_oml.errors import DbtOmlError, status_error
 from dbt_oml.events import serialize as event_json
 from dbt_oml.om.bootstrap import Bootstrap, BootstrapReport, ServiceMapping
 from dbt_oml.om.client import OpenMetadataClient
 from dbt_oml.om.dbt_metadata import TABLE_FIELDS, DbtMetadata
 from dbt_oml.om.event_check import event_problem
-from dbt_oml.om.names import TABLE_NAME_PARTS, fqn, sample
 from dbt_oml.om.prepare import Prepared, om_time, prepare
 from dbt_oml.om.retry import RetryBudget
 from dbt_oml.redaction import redact
 from dbt_oml.transports.openmetadata_config import OpenMetadataConfig
+from dbt_oml.transports.openmetadata_dotted import DottedLineage
 from dbt_oml.transports.openmetadata_guard import LineageGuard
 from dbt_oml.transports.openmetadata_outcome import (
     BATCH_PATH,
     EVENT_PATH,
     TOO_LARGE,
     Outcome,
+    log_advisories,
     processed_by_om,
     refusal,
+    refused_by_om,
     unresolved,
 )
 
@@ -87,13 +91,17 @@ class OpenMetadataTransport(Transport):
         config.warn_if_insecure()
         timeout = httpx2.Timeout(config.timeout, connect=min(config.timeout, 5.0))
         self.http = http or httpx2.Client(timeout=timeout, verify=config.verify)
-        self.client = OpenMetadataClient(config.url, http=self.http, auth=config.auth(), now=now)
         self.budget = RetryBudget(config.retry_budget, clock=clock, sleep=sleep)
+        self.client = OpenMetadataClient(config.url, http=self.http, auth=config.auth(), now=now)
+        self.client.time_left = self.budget.time_left  # a retry waits at most what is left
         self._buffer: list[dict[str, Any]] = []
         self._settings: Mapping[str, Any] | None = None
         self._bootstrap: Bootstrap | None = None
         self.guard = LineageGuard(
             lambda table: self.budget.call(lambda: self.client.upstream_edges(table))
+        )
+        self.dotted = DottedLineage(
+            self.client, call=self.budget.call, bootstrap=self._bootstrapper
         )
         self._dbt: DbtMetadata | None = None
         self.delivered = 0
@@ -178,27 +186,7 @@ class OpenMetadataTransport(Transport):
 
     def columns_for(self, namespace: str, name: str) -> tuple[tuple[str, str | None], ...] | None:
         """The columns OpenMetadata holds for a table dbt cannot introspect (None if unknown)."""
-        parts = name.split(".")
-        if len(parts) < TABLE_NAME_PARTS:
-            return None
-        try:
-            service, _, _ = self._bootstrapper().mapping.service(namespace)
-            if service is None:
-                return None
-            table = self.budget.call(
-                lambda: self.client.get_by_name(
-                    "tables", fqn(service, *parts[-TABLE_NAME_PARTS:]), fields="columns"
-                )
-            )
-        except DbtOmlError as e:  # unreachable, refused, a token file that is not there
-            logger.debug("no OpenMetadata columns for %s/%s: %s", namespace, name, redact(str(e)))
-            return None
-        if table is None:
-            return None
-        return tuple(
-            (str(c["name"]), c.get("dataTypeDisplay") or c.get("dataType"))
-            for c in table.get("columns") or []
-        )
+        return self.dotted.columns(namespace, name)  # a dotted name: each way it may split
 
     # -- delivery ---------------------------------------------------------------------------
 
@@ -223,6 +211,9 @@ class OpenMetadataTransport(Transport):
         if processed and self.config.bootstrap:
             bootstrap = self._bootstrapper()
             report = self.budget.call(lambda: bootstrap.ensure([events[i] for i in processed]))
+            refused = {i: why for i in processed if (why := refused_by_om(events[i], report))}
+            outcome.rejected += refused.items()  # OM will not hold a table they name: no retry
+            processed = [i for i in processed if i not in refused]
         if any(self.config.dbt_metadata.values()):
             self._dbt_metadata().apply(
                 [events[i] for i in processed],
@@ -234,8 +225,9 @@ class OpenMetadataTransport(Transport):
             return outcome
         self.guard.start(report.services, self._bootstrapper().mapping)
         plans = {i: self._prepare(events[i], report) for i in processed}
-        to_post = [i for i in processed if plans[i].postable]
-        outcome.delivered += [i for i in processed if not plans[i].postable]
+        ready = self.dotted.deliver(plans, report, outcome)  # a dotted table's edges: PUT
+        to_post = [i for i in ready if plans[i].postable]
+        outcome.delivered += [i for i in ready if not plans[i].postable]
         if to_post:
             self._post(to_post, plans, report, outcome)
         return outcome
@@ -272,7 +264,8 @@ class OpenMetadataTransport(Transport):
             self._one_by_one(indexes, plans, report, outcome)
             return
         if not reply.ok:
-            raise TerminalDeliveryError(
+            raise status_error(
+                reply.status,
                 target=f"POST {redact(self.config.url)}{BATCH_PATH}",
                 reason=f"{reply.status} {reply.message}",
             )
@@ -281,7 +274,7 @@ class OpenMetadataTransport(Transport):
             position = failure.get("index") if isinstance(failure, dict) else None
             if isinstance(position, int) and 0 <= position < len(indexes):
                 failed[indexes[position]] = (
-                    str(failure.get("reason")),
+                    str(failure.get("reason") or "no reason given (a failedEvents entry)"),
                     bool(failure.get("retriable")),
                 )
         for index, (reason, retriable) in failed.items():
@@ -380,20 +373,7 @@ class OpenMetadataTransport(Transport):
     def _log_advisories(self) -> None:
         if self._dbt is not None:
             self._dbt.advise()
-        if self.dropped_inputs:
-            logger.info(
-                "OpenMetadata resolves no local files: %d file input(s) left out of its copy of "
-                "the events (%s)",
-                len(self.dropped_inputs),
-                sample(sorted(self.dropped_inputs)),
-            )
-        if self.guard.guarded:
-            logger.info(
-                "kept the column lineage OpenMetadata holds on edges into %d table(s) whose "
-                "model has none in this run (%s); --allow-empty-column-lineage replaces it",
-                len(self.guard.guarded),
-                sample(sorted(self.guard.guarded)),
-            )
+        log_advisories(self.dropped_inputs, self.guard.guarded)
 
 
 __all__ = ["OpenMetadataConfig", "OpenMetadataTransport", "Outcome", "om_event", "om_time"]

@@ -53,8 +53,8 @@ class OpenMetadataConfig(Config):
     owned_namespaces: list[str] = attr.field(factory=lambda: ["duckdb://"])
     services: dict[str, str] = attr.field(factory=dict)
     batch_size: int = 100
-    timeout: float = 10.0
-    retry_budget: float = 30.0
+    timeout: float = 8.0
+    retry_budget: float = 8.0
     outbox_dir: str = "dbt-oml-outbox"
     bootstrap: bool = True
     column_lineage_in_output_facets: bool = True

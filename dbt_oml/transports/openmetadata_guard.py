@@ -19,7 +19,7 @@ from typing import Any
 from dbt_oml.om.names import fqn
 from dbt_oml.om.prepare import has_column_lineage
 from dbt_oml.om.services import ServiceMapping
-from dbt_oml.om.tables import TableRef, table_ref
+from dbt_oml.om.tables import TableRef, dataset_refs, table_ref
 from dbt_oml.transports.openmetadata_outcome import outputs_of
 
 #: table FQN -> {upstream table FQN -> whether that edge carries column lineage}
@@ -51,12 +51,13 @@ class LineageGuard:
         as held for the later ones.
         """
         guarded: set[tuple[str, str]] = set()
+        known = dataset_refs(event.get("inputs") or [])
         for output in outputs_of(event):
             table = self._fqn(table_ref(output))
             if table is None:
                 continue
             if has_column_lineage(output):
-                self._given.setdefault(table, set()).update(self._lineage_sources(output))
+                self._given.setdefault(table, set()).update(self._lineage_sources(output, known))
                 continue
             for dataset in event.get("inputs") or []:
                 source = table_ref(dataset)
@@ -77,14 +78,17 @@ class LineageGuard:
             return None
         return fqn(service, ref.database, ref.schema, ref.table)
 
-    def _lineage_sources(self, output: Mapping[str, Any]) -> set[str]:
-        """FQNs (or `?.db.schema.table` when unmapped) of the inputs the column lineage names."""
+    def _lineage_sources(
+        self, output: Mapping[str, Any], known: Mapping[tuple[str, str], TableRef]
+    ) -> set[str]:
+        """FQNs (or `?.db.schema.table` when unmapped) of the inputs the column lineage names
+        (an `inputFields` entry is the event's input of that namespace and name: `known`)."""
         out: set[str] = set()
         for container in ("facets", "outputFacets"):
             facet = (output.get(container) or {}).get("columnLineage") or {}
             for spec in (facet.get("fields") or {}).values():
                 for field in (spec or {}).get("inputFields") or []:
-                    ref = table_ref(field)
+                    ref = table_ref(field, known)
                     if ref is not None:
                         out.add(self._fqn(ref) or fqn("?", ref.database, ref.schema, ref.table))
         return out

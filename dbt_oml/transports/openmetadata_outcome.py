@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
-from dbt_oml.errors import TerminalDeliveryError
+from dbt_oml.errors import status_error
 from dbt_oml.om.bootstrap import BootstrapReport
 from dbt_oml.om.client import Reply
+from dbt_oml.om.names import sample
+
+logger = logging.getLogger(__name__)
 
 EVENT_PATH = "/api/v1/openlineage/lineage"
 BATCH_PATH = f"{EVENT_PATH}/batch"
@@ -68,5 +72,34 @@ def refusal(reply: Reply, target: str) -> str | None:
     if reply.status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE:
         return TOO_LARGE
     if not reply.ok:
-        raise TerminalDeliveryError(target=target, reason=f"{reply.status} {reply.message}")
+        raise status_error(reply.status, target=target, reason=f"{reply.status} {reply.message}")
+    return None
+
+
+def log_advisories(dropped_inputs: set[str], guarded: set[str]) -> None:
+    """The INFO lines of a run's end: file inputs OM cannot resolve, column lineage kept."""
+    if dropped_inputs:
+        logger.info(
+            "OpenMetadata resolves no local files: %d file input(s) left out of its copy of "
+            "the events (%s)",
+            len(dropped_inputs),
+            sample(sorted(dropped_inputs)),
+        )
+    if guarded:
+        logger.info(
+            "kept the column lineage OpenMetadata holds on edges into %d table(s) whose "
+            "model has none in this run (%s); --allow-empty-column-lineage replaces it",
+            len(guarded),
+            sample(sorted(guarded)),
+        )
+
+
+def refused_by_om(event: Mapping[str, Any], report: BootstrapReport) -> str | None:
+    """Why OpenMetadata cannot take an event, when bootstrap found that OM refuses a table it
+    names (a 400 on the table, its schema or database; a name OM rejects); None otherwise."""
+    for dataset in [*(event.get("inputs") or []), *(event.get("outputs") or [])]:
+        key = (str(dataset.get("namespace")), str(dataset.get("name")))
+        why = report.refused.get(key)
+        if why is not None:
+            return f"{key[0]}/{key[1]}: {why}"
     return None

@@ -137,7 +137,7 @@ class FakeOpenMetadata:
     requests: list[Request] = field(default_factory=list)
     audit: list[tuple[str, str, str, str]] = field(default_factory=list)
     test_case_results: list[dict[str, Any]] = field(default_factory=list)
-    faults: list[tuple[int, str]] = field(default_factory=list)
+    faults: list[tuple[int, str, str]] = field(default_factory=list)  # status, prefix, method
     proxy_answers: list[ProxyAnswer] = field(default_factory=list)  # answer_next
     body_limit: int | None = None  # limit_body: a proxy's client_max_body_size
     validate_schemas: bool = True
@@ -191,9 +191,10 @@ class FakeOpenMetadata:
             self.admins.add(email)
         return user
 
-    def fail_next(self, statuses: Iterable[int], path_prefix: str = "") -> None:
-        """Answer the next matching requests with these statuses (e.g. [503, 503])."""
-        self.faults.extend((s, path_prefix) for s in statuses)
+    def fail_next(self, statuses: Iterable[int], path_prefix: str = "", method: str = "") -> None:
+        """Answer the next matching requests (any method unless given) with these statuses
+        (e.g. [503, 503])."""
+        self.faults.extend((s, path_prefix, method) for s in statuses)
 
     def answer_html_next(self, path_prefix: str, times: int = 1) -> None:
         """The next matching requests get what a proxy or an SSO login page answers instead of
@@ -357,7 +358,10 @@ class FakeOpenMetadata:
                 )
                 return iter([proxied.body])
             try:
-                fault = next((f for f in self.faults if path.startswith(f[1])), None)
+                fault = next(
+                    (f for f in self.faults if path.startswith(f[1]) and f[2] in ("", method)),
+                    None,
+                )
                 if fault is not None:
                     self.faults.remove(fault)
                     raise OMError(fault[0], f"injected fault {fault[0]}", rule="fault")  # noqa: TRY301 - answered below like every OM error

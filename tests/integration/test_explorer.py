@@ -1,9 +1,11 @@
 """The HTML explorer in a real browser (Debian's chromium, headless): the bundled project's page
-with a column in the URL fragment, its highlighted upstream and downstream columns read from the
-rendered DOM, a screenshot kept as the test's artifact (in $DBT_OML_TEST_ARTIFACTS, default
-tests/.artifacts/, gitignored; its path recorded as the `explorer_screenshot` property); and a
-generated project past the full-layout limit opening in focus mode (its load time at 2,000 models
-is benchmarks/explorer_bench.py's).
+with a column in the URL fragment, its highlighted upstream and downstream columns and each
+box's catalog read from the rendered DOM, a screenshot kept as the test's artifact (in
+$DBT_OML_TEST_ARTIFACTS, default tests/.artifacts/, gitignored; its path recorded as the
+`explorer_screenshot` property); and a generated project past the full-layout limit opening in
+focus mode (its load time at 2,000 models is benchmarks/explorer_bench.py's). Scrolling to the
+selection, the neighbourhood control, namespaces and box widths, driven through the page:
+tests/integration/test_explorer_large.py.
 
 That the page is self-contained (nothing fetched, the --json document inside) needs no browser:
 tests/unit/test_explorer.py."""
@@ -58,6 +60,10 @@ class _Columns(HTMLParser):
         self.attrs: dict[str, str] = {}
         self._reason = False
         self.reasons: list[str] = []
+        self._box = ""
+        self._catalog = False
+        self.catalogs: dict[str, str] = {}
+        """node id -> the catalog its box shows"""
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         found = {k: v or "" for k, v in attrs}
@@ -68,9 +74,14 @@ class _Columns(HTMLParser):
             self.columns.append((classes, found["data-node"], found["data-column"]))
         if tag == "div" and "box" in classes:
             self.boxes[found["data-node"]] = classes
+            self._box = found["data-node"]
         self._reason = tag == "div" and "reason" in classes
+        self._catalog = tag == "span" and "catalog" in classes
 
     def handle_data(self, data: str) -> None:
+        if self._catalog:
+            self.catalogs[self._box] = data
+            self._catalog = False
         if self._reason:
             self.reasons.append(data)
             self._reason = False
@@ -112,6 +123,13 @@ def test_a_column_in_the_fragment_highlights_its_lineage(
         ("snapshot.jaffle_oml.customers_snapshot", "email"),
     }
     assert int(dom.attrs["data-loaded-ms"]) >= 0
+    # each box names its catalog (the attach alias: crm plays the source server, dw the target)
+    assert set(dom.catalogs.values()) == {"crm", "warehouse", "dw"}
+    assert set(dom.catalogs) == {n for n in dom.boxes if not n.startswith("file:")}
+    assert (dom.catalogs["source.jaffle_oml.crm.customers"], dom.catalogs[CORE]) == (
+        "crm",
+        "warehouse",
+    )
 
     seed = _dom(chromium, page, "column=model.jaffle_oml.dim_customers.region")
     assert seed.marked("hl-up") == {

@@ -86,7 +86,7 @@ def test_server_namespaces(servers_run: CliRun) -> None:
     namespaces = _namespaces(servers_run.events)
     assert namespaces["crm"] == "mysql://127.0.0.1:3306"
     assert namespaces["dw"] == "postgres://127.0.0.1:5432"
-    assert namespaces["warehouse"] == f"duckdb://{servers_run.project}/warehouse.duckdb"
+    assert namespaces["warehouse"] == "duckdb://warehouse.duckdb"  # as profiles.yml writes it
     # the build attached PostgreSQL with PG_PW in its connection string
     assert "dw -> postgres://127.0.0.1:5432" in servers_run.stderr
     assert _leaks(servers_run, PG_PW) == []

@@ -162,7 +162,7 @@ def test_formats(tmp_path: Path, state: Path) -> None:
     )
     report, graph = _run(current, state)
     doc: dict[str, Any] = as_json(report, graph)
-    assert set(doc) == {"version", "state", "models", "notes", "changes"}
+    assert set(doc) == {"version", "state", "models", "notes", "uncompiled", "changes"}
     (change,) = doc["changes"]
     assert set(change) == {
         "node",
@@ -177,6 +177,7 @@ def test_formats(tmp_path: Path, state: Path) -> None:
         "rows",
         "tests",
         "exposures",
+        "may_read",
     }
     assert change["exposures"][0]["url"] == "https://bi.example.com/d/1"
     assert json.loads(json.dumps(doc)) == doc
@@ -196,3 +197,44 @@ def test_normalized_sql_ignores_the_target() -> None:
         node, artifacts.manifest, prod
     )  # prod's relation names are not this manifest's
     assert "{{model.jaffle_oml.stg_customers}}" in normalized_sql(node, artifacts.manifest)
+
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "artifacts"
+PROFILE = "model.jaffle_oml.core_column_profile"  # `show select * from stg_orders`: opaque
+
+
+def test_an_opaque_reader_is_listed_as_may_read_in_every_format() -> None:
+    report, graph = _run(GOLDEN, None, "stg_orders.order_id")
+    (impact,) = report.impacts
+    assert [(o.node, o.path) for o in impact.may_read] == [
+        (PROFILE, (("model.jaffle_oml.stg_orders", "order_id"),))
+    ]
+    assert impact.may_read[0].reason.startswith("SQL does not parse")
+    assert PROFILE not in {r.node for r in (*impact.columns, *impact.rows)}
+    text = as_text(report, graph)
+    assert "may be read by 1 opaque model(s)" in text[2]
+    assert any(
+        x.startswith("    may read core_column_profile  (opaque: SQL does not") for x in text
+    )
+    (change,) = as_json(report, graph)["changes"]
+    assert [m["node"] for m in change["may_read"]] == [PROFILE]
+    assert change["may_read"][0]["relation"] == "warehouse.core.core_column_profile"
+    assert "| `core_column_profile` | may read (opaque) | SQL does not parse" in as_markdown(
+        report, graph
+    )
+
+
+def test_a_column_no_opaque_model_reaches_has_no_may_read() -> None:
+    report, _ = _run(GOLDEN, None, "dim_customers.customer_key")
+    assert report.impacts[0].may_read == ()
+
+
+def test_the_uncompiled_models_an_answer_rests_on() -> None:
+    from dbt_oml.impact.analysis import bearing_on
+
+    _, graph = _run(GOLDEN, None)
+    missing = ["model.jaffle_oml.core_orders", "model.jaffle_oml.stg_customers"]
+    stg_orders = ["model.jaffle_oml.stg_orders"]
+    assert bearing_on(graph, missing, stg_orders) == ("model.jaffle_oml.core_orders",)
+    assert bearing_on(graph, missing, stg_orders, upstream=True, downstream=False) == ()
+    assert bearing_on(graph, missing, None) == tuple(missing)

@@ -6,8 +6,10 @@ from dbt_oml.errors import NamespaceError
 from dbt_oml.namespaces import CatalogSpec, Namespaces, namespace_for, resolve_namespaces
 
 CASES = [
-    ("duckdb", "warehouse.duckdb", "duckdb:///pods/run/warehouse.duckdb"),
-    ("duckdb", "/data/../data/w.duckdb", "duckdb:///data/w.duckdb"),
+    # DuckDB files: the path as the profile writes it, as dbt-ol names them (issue 28 item 3)
+    ("duckdb", "warehouse.duckdb", "duckdb://warehouse.duckdb"),
+    ("duckdb", "data/w.duckdb", "duckdb://data/w.duckdb"),
+    ("duckdb", "/data/w.duckdb", "duckdb:///data/w.duckdb"),
     ("duckdb", ":memory:", "duckdb://memory"),
     ("duckdb", "", "duckdb://memory"),
     ("duckdb", "md:analytics?motherduck_token=SECRET", "motherduck://analytics"),
@@ -47,6 +49,17 @@ def test_duckdb_default_template_names_each_file() -> None:
     assert namespace_for(spec, duckdb_default="duckdb://{stem}") == "duckdb://crm_src"
 
 
+def test_duckdb_default_is_the_path_as_written_whatever_the_working_directory() -> None:
+    """Two checkouts (or two pods' temporary directories) name the same file alike, as dbt-ol."""
+    spec = CatalogSpec(alias="warehouse", type="duckdb", path="warehouse.duckdb")
+    here, there = (namespace_for(spec, cwd=cwd) for cwd in ("/tmp/ci-1/p", "/home/me/p"))
+    assert here == there == "duckdb://warehouse.duckdb"
+    # an explicit template still wins over the path
+    assert namespace_for(spec, cwd="/x", duckdb_default="duckdb://pod/{alias}") == (
+        "duckdb://pod/warehouse"
+    )
+
+
 def test_spec_repr_hides_the_connection_string() -> None:
     spec = CatalogSpec(alias="pg", type="postgres", path="host=h password=SECRET")
     assert "SECRET" not in repr(spec)
@@ -74,12 +87,33 @@ def test_resolve_overrides_problems_and_fallback() -> None:
     res = resolve_namespaces(catalogs, overrides={"crm": "mysql://crm.prod:3306"}, cwd="/w")
     ns = res.namespaces
     assert ns.for_database("CRM") == "mysql://crm.prod:3306"
-    assert ns.for_database("warehouse") == "duckdb:///w/w.duckdb"
+    assert ns.for_database("warehouse") == "duckdb://w.duckdb"
     assert ns.for_database("lake") == "postgres://lake"
     assert [p.catalog for p in res.problems] == ["lake"]
-    assert ns.for_database("not_attached") == "duckdb:///w/w.duckdb"
+    assert ns.for_database("not_attached") == "duckdb://w.duckdb"
 
 
 def test_for_database_is_case_insensitive() -> None:
     ns = Namespaces(by_catalog={"Warehouse": "duckdb://w"}, fallback="x")
     assert ns.for_database("warehouse") == "duckdb://w"
+
+
+def test_an_override_must_name_a_catalog_of_the_project() -> None:
+    from dbt_oml.errors import ConfigError
+    from dbt_oml.namespaces import check_overrides
+
+    check_overrides({"CRM": "mssql://s:1433", "Lake": "s3://l"}, ["crm", "dw", "lake", None])
+    with pytest.raises(ConfigError) as err:
+        check_overrides({"crmm": "x://a", "zzz": "x://b"}, ["crm", "dw"], source="dbt-oml.yml")
+    assert (err.value.key, err.value.source) == ("namespaces", "dbt-oml.yml")
+    assert (
+        err.value.reason == "names no catalog of the project: 'crmm' (did you mean 'crm'?), 'zzz'"
+    )
+    assert err.value.hint == "its catalogs: crm, dw"
+    assert "\n" not in str(err.value)
+
+
+def test_an_override_in_another_case_is_that_catalogs() -> None:
+    catalogs = [CatalogSpec(alias="crm", type="mysql", path="host=crm port=3306")]
+    res = resolve_namespaces(catalogs, overrides={"CRM": "mysql://crm.prod:3306"})
+    assert res.namespaces.by_catalog == {"crm": "mysql://crm.prod:3306"}

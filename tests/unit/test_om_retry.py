@@ -140,3 +140,36 @@ def test_the_client_reads_429_and_retry_after() -> None:
         client.request("GET", "/api/v1/tables")
     assert limited.value.retry_after == 12.0
     assert "429 slow down" in str(limited.value)
+
+
+def test_a_request_that_hung_until_its_timeout_has_spent_the_budget() -> None:
+    """A hanging OM: the first attempt waits its whole timeout, so no retry follows (issue 27.7)."""
+    clock = Clock()
+    run = budget(clock, seconds=10.0)
+    calls = [0]
+
+    def hangs() -> str:
+        calls[0] += 1
+        clock.now += 10.0  # the request's read timeout
+        raise TransientDeliveryError(target="om", reason="timed out")
+
+    with pytest.raises(TransientDeliveryError):
+        run.call(hangs)
+    assert (calls[0], clock.slept, clock.now) == (1, [], 10.0)
+
+
+def test_a_retry_gets_only_what_is_left_of_the_budget_and_a_success_ends_the_spell() -> None:
+    clock = Clock()
+    run = budget(clock, seconds=10.0)
+    seen: list[float | None] = []
+
+    def slow_then_fine() -> str:
+        seen.append(run.time_left())
+        if len(seen) == 1:
+            clock.now += 4.0
+            raise TransientDeliveryError(target="om", reason="timed out")
+        return "ok"
+
+    assert run.call(slow_then_fine) == "ok"
+    assert seen == [None, pytest.approx(5.5)]  # 10 - 4 (the hang) - 0.5 (the first backoff)
+    assert run.time_left() is None

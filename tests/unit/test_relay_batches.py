@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from dbt_oml.errors import TransientDeliveryError
+from dbt_oml.errors import TransientDeliveryError, status_error
 from dbt_oml.relay import Relay
 from dbt_oml.relay.verdicts import REASON_HEADER
 from dbt_oml.transports.jetstream_config import JetStreamConfig
@@ -192,6 +192,33 @@ class TestFailures:
         assert js.published == []
         assert relay.report.last_error == "delivery to OpenMetadata https://om failed: 503"
 
+    def test_a_payload_om_refuses_for_good_is_dead_lettered_alone(self) -> None:
+        """A 400 for the whole batch (a bootstrap write, issue 27.12): one by one, the event at
+        fault becomes a dead letter with OM's reason; before, every message was nak'ed forever."""
+
+        def picky(events: list[dict[str, Any]]) -> Outcome:
+            if any(e["job"]["name"] == "job1" for e in events):
+                raise status_error(400, target="PUT om/api/v1/pipelines", reason="400 bad name")
+            return _takes_all(events)
+
+        relay, js = _relay(StubOM(picky)), JetStream()
+        messages = _messages(_json(0), _json(1), _json(2))
+        assert _batch(relay, js, messages) == 0
+        assert [m.settled for m in messages] == [[("ack", None)]] * 3
+        [(_, payload, headers, _)] = js.published
+        assert payload == _json(1)
+        assert headers[REASON_HEADER].endswith("failed: 400 bad name")
+
+    @pytest.mark.parametrize("status", [401, 403, 404])
+    def test_a_refusal_of_the_sender_or_the_address_waits_for_a_fix(self, status: int) -> None:
+        def refusing(_: list[dict[str, Any]]) -> Outcome:
+            raise status_error(status, target="om", reason=f"{status} no")
+
+        relay, js = _relay(StubOM(refusing)), JetStream()
+        messages = _messages(_json(0), _json(1))
+        assert _batch(relay, js, messages) == 2
+        assert js.published == []
+
     def test_an_unexpected_error_is_isolated_to_its_event(self) -> None:
         def fragile(events: list[dict[str, Any]]) -> Outcome:
             if any(e["job"]["name"] == "job1" for e in events):
@@ -258,3 +285,15 @@ class TestReport:
         report = asyncio.run(stopped())
         assert report.stopped is True
         assert (report.received, report.batches, report.last_error) == (0, 0, None)
+
+
+def test_the_batch_line_says_why_om_kept_events(caplog: pytest.LogCaptureFixture) -> None:
+    """Before: 'retried 1 ... (None)': the reason came only from exceptions (issue 27.12)."""
+    om = StubOM(lambda _: Outcome(delivered=(0,), kept=((1, "OpenMetadata drew 0 of 1 edges"),)))
+    relay = _relay(om)
+    with caplog.at_level("INFO", logger="dbt_oml.relay"):
+        _batch(relay, JetStream(), _messages(_json(0), _json(1)))
+    assert relay.report.last_error == "OpenMetadata drew 0 of 1 edges"
+    (line,) = [r.getMessage() for r in caplog.records if "relay batch" in r.getMessage()]
+    assert line.endswith("(OpenMetadata drew 0 of 1 edges)")
+    assert "None" not in line
