@@ -143,8 +143,8 @@ class Fault(enum.Enum):
     TERMINAL = "terminal"  # retrying the same request will not help: fix, then replay
 
 
-#: Statuses a server answers while busy, restarting or behind a struggling gateway.
-RETRYABLE_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+#: Statuses below 500 that a busy or struggling server (or gateway) answers: worth a retry.
+RETRYABLE_STATUSES = frozenset({408, 425, 429})
 
 
 def classify(status: int) -> Fault | None:
@@ -155,7 +155,7 @@ def classify(status: int) -> Fault | None:
     """
     if 200 <= status < 300:  # noqa: PLR2004 - the 2xx class
         return None
-    if status in RETRYABLE_STATUSES or status >= 500:  # noqa: PLR2004 - any 5xx
+    if status >= 500 or status in RETRYABLE_STATUSES:  # noqa: PLR2004 - any 5xx
         return Fault.RETRYABLE
     return Fault.TERMINAL
 

@@ -56,8 +56,13 @@ def _gone(owner: str, claimed: Path, *, now: float) -> bool:
         return not pid.isdigit() or now - claimed.stat().st_mtime > STALE_AFTER
     if int(pid) == os.getpid():
         return True  # this process runs no other flush: an earlier one of it failed
+    return process_gone(int(pid))
+
+
+def process_gone(pid: int) -> bool:
+    """Whether no process of this id runs on this host (one that is someone else's runs)."""
     try:
-        os.kill(int(pid), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return True
     except PermissionError:

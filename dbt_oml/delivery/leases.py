@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Final
 
-from dbt_oml.delivery.claims import STALE_AFTER
+from dbt_oml.delivery.claims import STALE_AFTER, process_gone
 
 #: A claim marker's name: the claimed object's name and this.
 MARKER: Final = ".claim"
@@ -77,13 +77,7 @@ class Claim:
             return True
         if self.host != socket.gethostname() or self.pid <= 0:
             return self.pid <= 0
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False  # alive, someone else's
-        return False
+        return process_gone(self.pid)
 
     def describe(self) -> str:
         try:

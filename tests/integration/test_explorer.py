@@ -13,7 +13,6 @@ tests/unit/test_explorer.py."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -22,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, CliRun, run_cli
+from tests.integration.test_explorer_browser import CHROMIUM, HEADLESS
 
 pytestmark = pytest.mark.integration
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 #: Read at import: the autouse fixture clears DBT_OML_* before each test runs.
 ARTIFACTS = Path(os.environ.get("DBT_OML_TEST_ARTIFACTS") or ROOT / "tests" / ".artifacts")
 STG = "model.jaffle_oml.stg_customers"
@@ -36,18 +35,7 @@ CORE = "model.jaffle_oml.core_customers"
 def chromium(tmp_path: Path) -> list[str]:
     if CHROMIUM is None:
         pytest.skip("no chromium on PATH (apt-get install -y chromium; .ci/run installs it)")
-    return [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-    ]
+    return [CHROMIUM, *HEADLESS, f"--user-data-dir={tmp_path / 'chromium-profile'}"]
 
 
 class _Columns(HTMLParser):

@@ -25,6 +25,17 @@ import pytest
 pytestmark = pytest.mark.integration
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+#: Headless, offline, no first-run work: the flags every browser test starts chromium with.
+HEADLESS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
 #: A bound on one exchange with the browser (a deadline against hangs, no timing assertion).
 DEADLINE_S = 60.0
 
@@ -47,14 +58,7 @@ class Browser:
         self._proc = subprocess.Popen(
             [
                 CHROMIUM,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
+                *HEADLESS,
                 "--remote-debugging-pipe",
                 f"--user-data-dir={profile}",
                 "about:blank",

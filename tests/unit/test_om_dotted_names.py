@@ -25,10 +25,11 @@ from dbt_oml.lineage.types import IDENTITY, ColumnEdge, ModelLineage, SourceColu
 from dbt_oml.namespaces import Namespaces
 from dbt_oml.om.prepare import prepare
 from dbt_oml.om.tables import dataset_refs, table_ref
-from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
 from tests.fakes.openmetadata import FakeOpenMetadata
 from tests.spec import SPEC, SpecValidator
-from tests.unit.test_om_transport import FakeTime
+from tests.unit.test_om_transport import FakeTime, om, transport
+
+__all__ = ["om"]  # the fixture, shared with test_om_transport
 
 BASE = "http://om.test"
 NS = "duckdb://pod"
@@ -90,26 +91,6 @@ def _event(
 STG = _dataset("warehouse", "my.schema", "stg_orders")
 V1 = _dataset("warehouse", "core", "v1.orders")
 PLAIN = _dataset("warehouse", "staging", "stg_payments")
-
-
-@pytest.fixture
-def om() -> FakeOpenMetadata:
-    return FakeOpenMetadata.with_bot()
-
-
-def transport(
-    om: FakeOpenMetadata, tmp_path: Path, time: FakeTime | None = None, **config: Any
-) -> OpenMetadataTransport:
-    cfg = OpenMetadataConfig.from_dict(
-        {"url": BASE, "jwt_token": "bot-jwt", "outbox_dir": str(tmp_path / "outbox"), **config}
-    )
-    time = time or FakeTime()
-    return OpenMetadataTransport(
-        cfg,
-        http=httpx2.Client(transport=httpx2.WSGITransport(app=om)),
-        sleep=time.sleep,
-        clock=time.clock,
-    )
 
 
 def _edge(om: FakeOpenMetadata, source: str, target: str) -> dict[str, Any]:
