@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Protocol
 
 from dbt_oml.artifacts import Column, Node, RunArtifacts, relation_parts
-from dbt_oml.lineage.model import ModelLineage, build_schema
+from dbt_oml.lineage.model import ModelLineage, build_schema, wants_own_columns
 from dbt_oml.lineage.version import ENGINE_VERSION
 from dbt_oml.lineage.workers import (
     MODEL_TIMEOUT,
@@ -94,8 +94,8 @@ def _order(artifacts: RunArtifacts, wanted: set[str]) -> list[Node]:
 
 
 def _own_columns(artifacts: RunArtifacts) -> dict[str, tuple[str, ...]]:
-    """Models' own catalog columns, where their SQL has a `*` (a `select *` over a file or a
-    relation nobody knows the columns of takes them)."""
+    """Models' own catalog columns, where their SQL may need them (a `select *` over a file or a
+    relation nobody knows the columns of; a PIVOT whose columns come from the data)."""
     if artifacts.catalog is None:
         return {}
     out = {}
@@ -107,7 +107,7 @@ def _own_columns(artifacts: RunArtifacts) -> dict[str, tuple[str, ...]]:
             and node.resource_type in ANALYSED_TYPES
             and columns
             and sql
-            and "*" in sql
+            and wants_own_columns(sql)
         ):
             out[uid] = tuple(c.name for c in columns)
     return out

@@ -6,7 +6,6 @@ a warm run, every model a cache hit, never loads sqlglot. Pure: no I/O, no envir
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 import sqlglot
@@ -20,6 +19,9 @@ from sqlglot.optimizer.scope import build_scope
 from sqlglot.schema import MappingSchema
 
 from dbt_oml.errors import LineageError
+from dbt_oml.lineage.colsets import Context
+from dbt_oml.lineage.expand import expand_sets, may_hold_sets
+from dbt_oml.lineage.quiet import sqlglot_quiet
 from dbt_oml.lineage.resolve import resolve_names
 from dbt_oml.lineage.survey import needs_resolution, survey, unqualify_file_scans
 from dbt_oml.lineage.types import (
@@ -32,9 +34,10 @@ from dbt_oml.lineage.types import (
 from dbt_oml.lineage.walk import Inputs, Tracer
 
 
-def _unexpanded_star(projection: exp.Expr) -> bool:
+def _unexpanded_star(projection: exp.Expr, *, sets: bool) -> bool:
+    """A `*` or `x.*` left in an output column, or (`sets`) a COLUMNS(...): columns unknown."""
     bare = projection.unalias()
-    if isinstance(bare, exp.Star | exp.Columns):
+    if isinstance(bare, exp.Star) or (sets and bare.find(exp.Columns) is not None):
         return True
     return any(isinstance(c.this, exp.Star) for c in projection.find_all(exp.Column))
 
@@ -54,30 +57,6 @@ def _projections(expression: exp.Expr) -> list[exp.Expr]:
     return list(expression.selects) if isinstance(expression, exp.Select) else []
 
 
-def _expand_columns(expression: exp.Expr, schema: MappingSchema) -> None:
-    """DuckDB's COLUMNS('regex') over real tables, expanded in place with the schema."""
-    for columns in list(expression.find_all(exp.Columns)):
-        select = columns.find_ancestor(exp.Select)
-        pattern = columns.this
-        if select is None or not (isinstance(pattern, exp.Literal) and pattern.is_string):
-            continue
-        tables = [t for t in select.find_all(exp.Table) if t.find_ancestor(exp.Select) is select]
-        regex = re.compile(pattern.this)
-        replacement = [
-            exp.column(name, table=table.alias_or_name)
-            for table in tables
-            for name in schema.column_names(table, dialect=schema.dialect)
-            if regex.search(name)
-        ]
-        target = columns.parent if isinstance(columns.parent, exp.Alias) else columns
-        if replacement and target.parent is select:
-            index = select.expressions.index(target)
-            select.set(
-                "expressions",
-                [*select.expressions[:index], *replacement, *select.expressions[index + 1 :]],
-            )
-
-
 def column_lineage(
     sql: str,
     *,
@@ -92,23 +71,35 @@ def column_lineage(
     """lineage.model.column_lineage, done (arguments and errors as there)."""
     if own_columns:  # its own columns as the catalog spells them
         case = {**(case or {}), **{c.lower(): c for c in own_columns}}
-    statement = _parse_one(sql, dialect=dialect, unique_id=unique_id)
-    original = [p.alias_or_name for p in _projections(statement)]
-    try:
-        qualified = _qualify(
-            statement,
-            schema=schema,
-            dialect=dialect,
-            default_catalog=default_catalog,
-            default_schema=default_schema,
-            own_columns=own_columns,
-            lowered=sql.lower(),
-        )
-        return _trace(qualified, original, case=case or {}, dialect=dialect, lowered=sql.lower())
-    except OpaqueError as e:
-        raise LineageError(unique_id=unique_id, reason=str(e)) from None
-    except SqlglotError as e:
-        raise LineageError(unique_id=unique_id, reason=_first_line(e)) from e
+    lowered = sql.lower()
+    with sqlglot_quiet():  # what the engine cannot do is the LineageError's reason, said once
+        statement = _parse_one(sql, dialect=dialect, unique_id=unique_id)
+        try:
+            if may_hold_sets(lowered):  # PIVOT, UNPIVOT, COLUMNS(...): the columns they name
+                context = Context(
+                    schema=schema,
+                    dialect=dialect,
+                    catalog=default_catalog,
+                    db=default_schema,
+                    case=case or {},
+                    own_columns=own_columns,
+                )
+                statement = expand_sets(statement, context)
+                case = {**context.case, **context.made, **{c.lower(): c for c in own_columns}}
+            original = [p.alias_or_name for p in _projections(statement)]
+            qualified = _qualify(
+                statement,
+                schema=schema,
+                dialect=dialect,
+                default_catalog=default_catalog,
+                default_schema=default_schema,
+                own_columns=own_columns,
+            )
+            return _trace(qualified, original, case=case or {}, dialect=dialect, lowered=lowered)
+        except OpaqueError as e:
+            raise LineageError(unique_id=unique_id, reason=str(e)) from None
+        except SqlglotError as e:
+            raise LineageError(unique_id=unique_id, reason=_first_line(e)) from e
 
 
 def _parse_one(sql: str, *, dialect: str, unique_id: str) -> exp.Expr:
@@ -135,10 +126,11 @@ def _qualify(
     default_catalog: str | None,
     default_schema: str | None,
     own_columns: Sequence[str],
-    lowered: str,
 ) -> exp.Expr:
     """The statement with every table and column qualified, as DuckDB resolves names."""
     found = survey(statement)
+    if found.unscoped:
+        raise OpaqueError(f"{found.unscoped} in a CTE or subquery is not a query to trace")
     qualified = qualify(
         statement,
         schema=schema,
@@ -153,10 +145,7 @@ def _qualify(
     unqualify_file_scans(found)
     if needs_resolution(found, schema):
         resolve_names(qualified, schema=schema, own_columns=own_columns)
-    qualified = qualify_columns(qualified, schema)
-    if "columns(" in lowered:
-        _expand_columns(qualified, schema)
-    return qualified
+    return qualify_columns(qualified, schema)
 
 
 def _trace(
@@ -173,8 +162,9 @@ def _trace(
         raise OpaqueError(f"{type(qualified).__name__} is not a query")
     projections = _projections(qualified)
     if "pivot" in lowered and qualified.find(exp.Pivot) is not None:
-        raise OpaqueError("PIVOT/UNPIVOT is not supported")
-    if "*" in lowered and any(_unexpanded_star(p) for p in projections):
+        raise OpaqueError("this form of PIVOT/UNPIVOT is not supported")
+    sets = "columns" in lowered
+    if ("*" in lowered or sets) and any(_unexpanded_star(p, sets=sets) for p in projections):
         raise OpaqueError("`*` over a relation whose columns are unknown")
     tracer = Tracer(root)
     names = _restore_case(original, [p.alias_or_name for p in projections], case)

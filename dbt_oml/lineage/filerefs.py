@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
+from dbt_oml.lineage.quiet import sqlglot_quiet
+
 if TYPE_CHECKING:
     from sqlglot import exp
 
@@ -144,7 +146,8 @@ def file_paths(sql: str, *, dialect: str = "duckdb") -> list[str]:
     from sqlglot.errors import SqlglotError
 
     try:
-        statements = sqlglot.parse(sql, read=dialect)
+        with sqlglot_quiet():  # its "unsupported syntax" warnings: the model keeps its inputs
+            statements = sqlglot.parse(sql, read=dialect)
     except SqlglotError:
         return []
     seen: dict[str, None] = {}

@@ -3,7 +3,8 @@
 The work is sqlglot's (lineage.engine): per model the SQL is parsed once, qualified once against
 a MappingSchema (which expands `*`), scoped once, and every output column is traced in one walk
 with per-model memoisation. Before sqlglot qualifies columns, lineage.resolve applies DuckDB's
-own name resolution (struct paths, relations with unknown columns). The result is conservative:
+own name resolution (struct paths, relations with unknown columns), and lineage.expand rewrites
+PIVOT, UNPIVOT and COLUMNS(...) into the columns they name. The result is conservative:
 SQL that does not parse, an output `*` over a relation whose columns are unknown, or a reference
 that does not resolve or could belong to two relations raises LineageError and the caller keeps
 the model's table-level lineage only. An edge never points at a CTE or alias.
@@ -46,6 +47,7 @@ __all__ = [
     "column_lineage",
     "compose",
     "schema_case",
+    "wants_own_columns",
 ]
 
 #: dbt's Python models define `def model(dbt, session)`; their compiled code is Python.
@@ -65,6 +67,19 @@ def schema_case(schema: Mapping[str, object]) -> dict[str, str]:
 
     walk(schema)
     return out
+
+
+def wants_own_columns(sql: str) -> bool:
+    """Whether a model's SQL may need its own catalog columns: a `*` (over a file nobody else
+    knows the columns of), a PIVOT (whose columns come from the data) or COLUMNS(...).
+
+    >>> wants_own_columns("pivot t on q using sum(v)"), wants_own_columns("select a from t")
+    (True, False)
+    """
+    if "*" in sql:
+        return True
+    lowered = sql.lower()
+    return "pivot" in lowered or "columns" in lowered
 
 
 def build_schema(tables: Mapping[str, object], *, dialect: str) -> MappingSchema:
@@ -96,7 +111,8 @@ def column_lineage(
         default_schema: the schema unqualified relations resolve to.
         case: lower-case name -> original spelling, to give names back their case.
         own_columns: the model's columns as its catalog entry lists them: a `select *` over a
-            file (whose columns nobody else knows) takes them.
+            file (whose columns nobody else knows) takes them, and so do a PIVOT's columns that
+            come from the data (`PIVOT t ON q USING sum(v)`, no IN list).
 
     Raises:
         LineageError: the model is opaque (unparseable SQL, unknown `*`, an unresolved name).

@@ -33,6 +33,8 @@ class Survey:
     ctes: frozenset[str]
     struct_syntax: bool
     """Deep dotted names, `x.*` on a non-relation, or UNNEST: sqlglot needs help with those."""
+    unscoped: str = ""
+    """A CTE or subquery that is no query sqlglot can scope (DuckDB's SUMMARIZE, SHOW): its name."""
 
 
 def survey(tree: exp.Expr) -> Survey:
@@ -44,6 +46,7 @@ def survey(tree: exp.Expr) -> Survey:
     aliases: set[str] = set()
     suspects: list[exp.Column] = []
     explode = False
+    unscoped = ""
     for node in tree.walk():
         if isinstance(node, exp.Table):
             tables.append(node)
@@ -61,6 +64,8 @@ def survey(tree: exp.Expr) -> Survey:
                     aliases.add(stem)
         elif isinstance(node, exp.CTE | exp.Subquery):
             ctes.add(node.alias_or_name)
+            if not isinstance(node.this, exp.Query | exp.Table | exp.UDTF | exp.Subquery):
+                unscoped = unscoped or node.this.key.upper()
         elif isinstance(node, exp.Explode):
             explode = True
         elif isinstance(node, exp.Column) and (
@@ -68,7 +73,7 @@ def survey(tree: exp.Expr) -> Survey:
         ):
             suspects.append(node)
     deep = any(c.table not in aliases and c.table not in ctes for c in suspects)
-    return Survey(tables, files, frozenset(ctes), explode or deep)
+    return Survey(tables, files, frozenset(ctes), explode or deep, unscoped)
 
 
 def unqualify_file_scans(found: Survey) -> None:

@@ -64,7 +64,9 @@ def _context(column: exp.Expr, root: exp.Expr) -> Transformation:
         child, node = node, node.parent
     if subtype is None:
         bare = root.this if isinstance(root, exp.Alias) else root
-        subtype = "IDENTITY" if bare is column else "TRANSFORMATION"
+        # `unnest([a, b])` (an UNPIVOT's value column): each value is one of the columns, as is
+        unnested = isinstance(bare, exp.Explode) and column.parent is bare.this
+        subtype = "IDENTITY" if bare is column or unnested else "TRANSFORMATION"
     return Transformation(kind, subtype, masking, path)
 
 

@@ -2,7 +2,8 @@
 data: skipped when absent, never copied in), and the repo's own cases in the same format
 (tests/fixtures/lineage_cases_nested.json: nested data, unknown columns;
 tests/fixtures/lineage_cases_generated.json: table-generating functions, `select *` over files
-with the model's catalog columns, Python models)."""
+with the model's catalog columns, Python models; tests/fixtures/lineage_cases_pivot.json: PIVOT,
+UNPIVOT, COLUMNS(...) and `* LIKE`/`* EXCLUDE` over described file sources)."""
 
 from __future__ import annotations
 
@@ -24,17 +25,11 @@ CASES = [
         SHARED_CASES,
         FIXTURES / "lineage_cases_nested.json",
         FIXTURES / "lineage_cases_generated.json",
+        FIXTURES / "lineage_cases_pivot.json",
     )
     if path.exists()
     for case in json.loads(path.read_text())["cases"]
 ]
-XFAIL = {
-    "pivot_duckdb": "DuckDB's PIVOT statement: sqlglot builds no query scope for it; the model is opaque",
-    "pivot_standard": "PIVOT: sqlglot's scope does not model pivot outputs; the model is opaque",
-    "unpivot_duckdb": "UNPIVOT statement: no query scope in sqlglot; the model is opaque",
-    "unpivot_standard": "UNPIVOT: sqlglot's scope does not model unpivot outputs; the model is opaque",
-}
-
 Key = tuple[str, str, str, str]
 
 
@@ -55,15 +50,7 @@ def _analyse(case: dict[str, Any]) -> ModelLineage:
 
 
 def _params() -> list[Any]:
-    out = []
-    for case in CASES:
-        marks = (
-            [pytest.mark.xfail(reason=XFAIL[case["id"]], strict=True, raises=LineageError)]
-            if case["id"] in XFAIL
-            else []
-        )
-        out.append(pytest.param(case, id=case["id"], marks=marks))
-    return out
+    return [pytest.param(case, id=case["id"]) for case in CASES]
 
 
 def test_the_shared_cases_are_there_or_skipped_with_the_reason() -> None:

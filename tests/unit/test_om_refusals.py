@@ -17,6 +17,7 @@ from tests.unit.test_om_transport import _event, om, transport
 
 __all__ = ["om"]  # the fixture, shared with test_om_transport
 
+
 def _two_events() -> tuple[dict[str, Any], dict[str, Any]]:
     """(bad, good): bad reads crm.sales.orders, the first table bootstrap PUTs, which
     `_refusing` makes OM answer with 400; good reads and writes other tables."""
