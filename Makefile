@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test test-unit lint fmt bench bench-e2e bench-lineage bench-plugin bench-nats bench-om-faults bench-coverage bench-explorer clean
+.PHONY: demo test test-unit lint fmt bench bench-e2e bench-lineage bench-plugin bench-nats bench-om-faults bench-coverage bench-explorer bench-accuracy clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -107,6 +107,12 @@ bench-coverage: $(STAMP)
 # The lineage explorer's page load at 2,000 models in headless chromium (benchmarks/README section 6)
 bench-explorer: $(STAMP)
 	$(BIN)/python benchmarks/explorer_bench.py
+
+# Column-lineage accuracy (issue 30): dbt-oml vs DataHub's parser, sqlglot.lineage, dbt-colibri and
+# openlineage-sql on the cases with known answers; each peer in its own benchmarks/.venv-peers-*,
+# made by the script from the pinned benchmarks/requirements-*.txt. BENCH_ACCURACY_ARGS=--cases etc.
+bench-accuracy: $(STAMP)
+	$(BIN)/python benchmarks/accuracy.py $(BENCH_ACCURACY_ARGS)
 
 clean:
 	rm -rf $(VENV) integration_project/target integration_project/logs integration_project/*.duckdb
