@@ -94,7 +94,7 @@ def _run(dbt_args: tuple[str, ...], **_: object) -> int:
         say(f"dbt-oml: {e}")
         return ExitCode.USAGE
     from dbt_oml.pipeline import live as pipeline
-    from dbt_oml.pipeline.run_state import Report
+    from dbt_oml.pipeline.report import Report
 
     report = state.report = Report()
     state.fail_on_emit_error = settings.fail_on_emit_error

@@ -36,7 +36,7 @@ from dbt_oml.pipeline.console import print_summary, say
 
 if TYPE_CHECKING:
     from dbt_oml.config import Settings
-    from dbt_oml.pipeline.run_state import Report
+    from dbt_oml.pipeline.report import Report
 
 logger = logging.getLogger("dbt_oml")
 _CODES = (__doc__ or "").split("\n\n", 1)[1]

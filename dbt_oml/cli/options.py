@@ -22,7 +22,7 @@ from dbt_oml.redaction import register
 if TYPE_CHECKING:
     from dbt_oml.config import Settings
     from dbt_oml.dbt.runner import ProjectOptions
-    from dbt_oml.pipeline.run_state import Report
+    from dbt_oml.pipeline.report import Report
 
 logger = logging.getLogger(__name__)
 

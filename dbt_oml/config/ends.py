@@ -13,11 +13,6 @@ from dbt_oml.config.loader import read_file
 from dbt_oml.config.settings import Settings
 from dbt_oml.errors import ConfigError
 
-#: Class names of our kinds, for `type: dbt_oml.transports.<kind>.<Class>`.
-_KIND_CLASSES: Final = {
-    "jetstream": "JetStreamTransport",
-    "openmetadata": "OpenMetadataTransport",
-}
 _OL_ENV_SOURCE: Final = "OPENLINEAGE__TRANSPORT__* variables"
 
 
@@ -49,7 +44,8 @@ def find_transport(config: Mapping[str, Any] | None, kind: str) -> Mapping[str, 
     if not isinstance(config, Mapping):
         return None
     kind_type = str(config.get("type") or "")
-    if kind_type == kind or kind_type.endswith(f".{kind}.{_KIND_CLASSES.get(kind, '')}"):
+    # a dotted path names a class in the kind's package, `dbt_oml.transports.<kind>`
+    if kind_type == kind or kind_type.startswith(f"dbt_oml.transports.{kind}."):
         return config
     if kind_type == "composite":
         members = config.get("transports") or {}

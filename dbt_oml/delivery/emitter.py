@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -84,6 +84,16 @@ class DeliveryReport:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class TransportSummary:
+    """What a transport itself kept (a batching one decides at close) and its summary lines."""
+
+    undelivered: int = 0
+    outbox: Path | None = None
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
 def to_dict(event: RunEvent) -> dict[str, Any]:
     return event_json.to_dict(event)  # what Serde.to_dict gives, in one pass
 
@@ -143,8 +153,17 @@ def from_dict(doc: Mapping[str, Any]) -> RunEvent:
 class Delivery:
     """Sends events one by one through an emitter, or collects them for --dry-run."""
 
-    def __init__(self, emitter: Emitter | None, *, outbox: Path, target: str) -> None:
+    def __init__(
+        self,
+        emitter: Emitter | None,
+        *,
+        outbox: Path,
+        target: str,
+        summarise: Callable[[], TransportSummary] | None = None,
+    ) -> None:
+        """`summarise`, called after the emitter closed: what its transport kept itself."""
         self._emitter = emitter
+        self._summarise = summarise
         self._outbox = outbox
         self._target = target
         self._lock = threading.Lock()  # one emit at a time
@@ -222,16 +241,17 @@ class Delivery:
                 self._emitter.close(timeout)
             except Exception as e:  # noqa: BLE001 - closing a broken transport is best effort
                 self.report.errors.append(redact(f"close: {type(e).__name__}: {e}"))
-            transport = getattr(self._emitter, "transport", None)
-            undelivered = getattr(transport, "undelivered", 0)
-            if isinstance(undelivered, int) and undelivered:
-                self.report.failed += undelivered
-                self.report.delivered = max(0, self.report.delivered - undelivered)
-                self.report.outbox = getattr(transport, "outbox", None) or self.report.outbox
-            for problem in getattr(transport, "problems", None) or []:
-                self.report.errors.append(redact(str(problem)))
-            self.report.notes += [redact(str(n)) for n in getattr(transport, "notes", None) or []]
+            if self._summarise is not None:
+                self._add(self._summarise())
         return self.report
+
+    def _add(self, kept: TransportSummary) -> None:
+        if kept.undelivered:
+            self.report.failed += kept.undelivered
+            self.report.delivered = max(0, self.report.delivered - kept.undelivered)
+            self.report.outbox = kept.outbox or self.report.outbox
+        self.report.errors += [redact(p) for p in kept.problems]
+        self.report.notes += [redact(n) for n in kept.notes]
 
 
 def read_outbox(path: Path) -> list[RunEvent]:

@@ -1,6 +1,8 @@
 """Outbox files: JSON lines of events that were not delivered, and their reasons.
 
-Every writer of an outbox goes through here: files are created 0600 (events may carry SQL and
+Every writer of an outbox goes through here, under one naming scheme (`Keeper`): a sender's
+`<stem>.jsonl` (flush sends it again), `<stem>.rejected.jsonl` (refused for good) and
+`<stem>.reasons.log`. Files are created 0600 (events may carry SQL and
 error texts), each append is whole lines in one write, and reasons are redacted. Reading skips a
 torn or corrupt line with a warning naming the file and line, so one bad line never costs the
 rest of the file; `copy_lines` keeps such lines, as they were, where they are not sent again.
@@ -11,8 +13,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -69,6 +72,46 @@ def append_reason(path: Path, count: int, reason: str, *, now: datetime | None =
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
     one_line = " ".join(redact(reason).split())
     _append_text(path, f"{stamp} {count} event(s): {one_line}\n")
+
+
+@dataclass
+class Keeper:
+    """Where one sender keeps what it could not deliver, and what it says about it.
+
+    Events are written at once (a crash after `keep` loses none); the reasons are counted and
+    go to `<stem>.reasons.log` by `log_reasons()`, one line per reason, so a dead server that
+    costs a thousand events writes one line, not a thousand.
+    """
+
+    folder: Path
+    stem: str
+    undelivered: int = 0
+    #: the file a later flush sends (or the rejected one, when nothing else was kept)
+    outbox: Path | None = None
+    #: (reason, file) -> events, for the run summary
+    reasons: Counter[tuple[str, Path]] = field(default_factory=Counter)
+    _unlogged: Counter[str] = field(default_factory=Counter)
+
+    def path(self, *, rejected: bool = False) -> Path:
+        return self.folder / (f"{self.stem}{REJECTED_SUFFIX}" if rejected else f"{self.stem}.jsonl")
+
+    def keep(
+        self, events: Iterable[Mapping[str, Any]], reason: str, *, rejected: bool = False
+    ) -> Path:
+        """Append `events` to this sender's outbox (refused for good: the rejected file)."""
+        path = self.path(rejected=rejected)
+        count = append_events(path, events)
+        self.outbox = self.outbox if rejected and self.outbox else path
+        self.undelivered += count
+        self.reasons[(redact(reason), path)] += count
+        self._unlogged[reason] += count
+        return path
+
+    def log_reasons(self, *, now: datetime | None = None) -> None:
+        """One line per reason counted since the last call, in `<stem>.reasons.log`."""
+        for reason, count in self._unlogged.items():
+            append_reason(self.folder / f"{self.stem}.reasons.log", count, reason, now=now)
+        self._unlogged.clear()
 
 
 def copy_lines(source: Path, numbers: Collection[int], dest: Path) -> int:

@@ -26,7 +26,8 @@ from dbt_oml.config import Settings
 from dbt_oml.dbt.runner import DbtContext, DbtInvocation, docs_generate_args, run_dbt
 from dbt_oml.events.builder import EventBuilder
 from dbt_oml.lineage.batch import ColumnLookup
-from dbt_oml.pipeline.run_state import Report
+from dbt_oml.pipeline.report import Report
+from dbt_oml.transports.base import column_source
 
 #: Commands that change relations, after which `dbt docs generate` is worth its time.
 CATALOG_COMMANDS = frozenset({"build", "run", "seed", "snapshot", "retry"})
@@ -91,8 +92,8 @@ def put_back_build_artifacts(ctx: DbtContext) -> None:
 
 def catalog_lookup(emitter: object, builder: EventBuilder) -> ColumnLookup | None:
     """Columns the configured transport's catalog holds (OpenMetadata: ingested tables)."""
-    columns_for = getattr(getattr(emitter, "transport", None), "columns_for", None)
-    if not callable(columns_for):
+    columns_for = column_source(getattr(emitter, "transport", None))
+    if columns_for is None:
         return None
 
     def lookup(node: Node) -> tuple[Column, ...] | None:

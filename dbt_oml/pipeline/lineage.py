@@ -29,7 +29,8 @@ from dbt_oml.lineage.batch import (
 from dbt_oml.lineage.cache import DiskCache
 from dbt_oml.lineage.graph import ColumnGraph, build_graph
 from dbt_oml.lineage.model import ModelLineage
-from dbt_oml.pipeline.run_state import STATE_DIR, Progress, Report
+from dbt_oml.pipeline.report import Progress, Report
+from dbt_oml.pipeline.state_files import STATE_DIR
 
 logger = logging.getLogger(__name__)
 

@@ -29,21 +29,18 @@ from dbt_oml.pipeline.catalog import (
     wrote_run_results,
 )
 from dbt_oml.pipeline.lineage import ProjectPlace, column_lineage_for
-from dbt_oml.pipeline.run_state import (
-    Progress,
-    Report,
+from dbt_oml.pipeline.memory import quiet_gc
+from dbt_oml.pipeline.outbox import keep_durably, outbox_path
+from dbt_oml.pipeline.report import Progress, Report
+from dbt_oml.pipeline.run_inputs import event_settings, invocation_of, namespaces_for
+from dbt_oml.pipeline.sending import (
     add_bootstrap_plan,
     check_transport,
-    event_settings,
-    invocation_of,
-    keep_durably,
+    delivery_for,
     make_emitter,
-    namespaces_for,
-    outbox_path,
-    quiet_gc,
     reaches_openmetadata,
-    write_node_starts,
 )
+from dbt_oml.pipeline.state_files import write_node_starts
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +73,7 @@ class LiveEmitter:
             logger.error("%s; events are kept in %s", e, outbox)  # noqa: TRY400 - user's config, no traceback
             emitter, where = Unconfigured(str(e)), "nowhere (transport not configured)"
         self.report.destination = where
-        self.delivery = Delivery(emitter, outbox=outbox, target=where)
+        self.delivery = delivery_for(emitter, outbox=outbox, target=where)
         self.delivery.held = isinstance(emitter, Unconfigured)
         self.builder = EventBuilder(
             invocation=invocation_of(context),

@@ -16,7 +16,7 @@ from dbt_oml.artifacts import RunArtifacts, RunResults, failure_summary, read_ar
 from dbt_oml.config import Settings, plan_settings
 from dbt_oml.dbt.project import ProjectOptions, ResolvedProject, resolve_project
 from dbt_oml.delivery.claims import claim, recover, release, set_aside
-from dbt_oml.delivery.emitter import Delivery, read_kept
+from dbt_oml.delivery.emitter import read_kept
 from dbt_oml.delivery.outbox import REJECTED_SUFFIX
 from dbt_oml.errors import ArtifactError
 from dbt_oml.events.builder import iter_events
@@ -29,21 +29,17 @@ from dbt_oml.pipeline.lineage import (
     lineage_cache,
     project_graph,
 )
-from dbt_oml.pipeline.run_state import (
-    STATE_DIR,
-    Report,
+from dbt_oml.pipeline.memory import quiet_gc
+from dbt_oml.pipeline.outbox import keep_durably, outbox_folder, outbox_path, remote_outbox
+from dbt_oml.pipeline.report import Report
+from dbt_oml.pipeline.run_inputs import event_settings, namespaces_for
+from dbt_oml.pipeline.sending import (
     add_bootstrap_plan,
-    event_settings,
-    keep_durably,
+    delivery_for,
     make_emitter,
-    namespaces_for,
-    outbox_folder,
-    outbox_path,
-    quiet_gc,
     reaches_openmetadata,
-    read_node_starts,
-    remote_outbox,
 )
+from dbt_oml.pipeline.state_files import STATE_DIR, read_node_starts
 
 logger = logging.getLogger(__name__)
 #: Called once before the transport is made: the CLI says where the events go.
@@ -131,7 +127,7 @@ def _emit(
         lineage=lineage,
     )
     outbox = outbox_path(settings, project.target_path, invocation.invocation_id)
-    delivery = Delivery(emitter, outbox=outbox, target=report.destination)
+    delivery = delivery_for(emitter, outbox=outbox, target=report.destination)
     delivery.held = report.refused is not None
     for event in events:  # each event is built, sent and dropped in turn
         report.events_built += 1
@@ -191,9 +187,8 @@ def replay(
     if emitter is None:
         staged = []
     first = files[0] if files else target_path / STATE_DIR / "outbox" / "replay.jsonl"
-    delivery = Delivery(
-        emitter, outbox=first.with_name(f"{first.stem}.retry.jsonl"), target=report.destination
-    )
+    retry = first.with_name(f"{first.stem}.retry.jsonl")
+    delivery = delivery_for(emitter, outbox=retry, target=report.destination)
     delivery.send_all(events)
     report.delivery = delivery.close()
     for path in staged:

@@ -25,7 +25,8 @@ from dbt_oml.errors import DbtOmlError
 from dbt_oml.events.builder import BUILD_COMMANDS
 from dbt_oml.pipeline.console import print_summary, setup_logging
 from dbt_oml.pipeline.live import LiveEmitter, finish
-from dbt_oml.pipeline.run_state import Report, write_node_starts
+from dbt_oml.pipeline.report import Report
+from dbt_oml.pipeline.state_files import write_node_starts
 from dbt_oml.plugin.nodes import NodeEnds
 from dbt_oml.plugin.notice import warn
 from dbt_oml.redaction import register

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from dbt_oml.errors import ConfigError
 from dbt_oml.relay.loop import Relay, RelayReport, default_backoff
 from dbt_oml.relay.threads import off_loop
-from dbt_oml.transports.jetstream_config import JetStreamConfig
-from dbt_oml.transports.jetstream_connection import quiet_loop
+from dbt_oml.transports.jetstream.config import JetStreamConfig
+from dbt_oml.transports.jetstream.connection import quiet_loop
 
 if TYPE_CHECKING:
     from dbt_oml.config import RelayEnds

@@ -27,8 +27,8 @@ from dbt_oml.relay.verdicts import (
     verdicts_of,
 )
 from dbt_oml.transports.jetstream import ensure_stream
-from dbt_oml.transports.jetstream_config import JetStreamConfig
-from dbt_oml.transports.jetstream_connection import (
+from dbt_oml.transports.jetstream.config import JetStreamConfig
+from dbt_oml.transports.jetstream.connection import (
     NatsUnavailableError,
     close_quietly,
     connect,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dbt_oml.errors import ConfigError
-from dbt_oml.transports.jetstream_config import JetStreamConfig
-from dbt_oml.transports.jetstream_connection import subject_matches
+from dbt_oml.transports.jetstream.config import JetStreamConfig
+from dbt_oml.transports.jetstream.connection import subject_matches
 
 
 def check_subjects(

@@ -23,13 +23,29 @@ from dbt_oml.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
-#: Our transport kinds, imported lazily by the factory (their dependencies stay optional).
+#: Our transport kinds, imported lazily by the factory (their dependencies stay optional): the
+#: one table of them. A kind's package is `dbt_oml.transports.<kind>`.
 KINDS = {
     "openmetadata": "dbt_oml.transports.openmetadata.OpenMetadataTransport",
     "jetstream": "dbt_oml.transports.jetstream.JetStreamTransport",
 }
 #: `type: file`: openlineage-python's FileTransport with one-pass serialisation (same bytes)
 FILE = "dbt_oml.transports.file.FileTransport"
+
+
+def kind_named(type_: object) -> str | None:
+    """Our kind a `type:` value names (the kind, or a dotted path into its package), else None.
+
+    >>> kind_named("dbt_oml.transports.openmetadata.OpenMetadataTransport")
+    'openmetadata'
+    >>> kind_named("http") is None
+    True
+    """
+    if not isinstance(type_, str):
+        return None
+    return next(
+        (k for k in KINDS if type_ == k or type_.startswith(f"dbt_oml.transports.{k}.")), None
+    )
 
 
 class TransportFactory(DefaultTransportFactory):
@@ -39,15 +55,20 @@ class TransportFactory(DefaultTransportFactory):
     wherever the transport is configured: dbt-oml.yml, openlineage.yml or OPENLINEAGE__*.
     """
 
-    def __init__(self, defaults: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        defaults: Mapping[str, Mapping[str, Any]] | None = None,
+        forced: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
         super().__init__()
         self.defaults = {k: dict(v) for k, v in (defaults or {}).items()}
+        self.forced = {k: dict(v) for k, v in (forced or {}).items()}
 
     def _create_transport(self, config: dict[str, str]) -> Transport:
         self._check_type(config.get("type"))
         if config.get("type") == "composite":
             return self._composite(dict(config))
-        kind = next((k for k, path in KINDS.items() if config.get("type") in (k, path)), None)
+        kind = kind_named(config.get("type"))
         if kind is not None and isinstance(config.get("transports"), Mapping):
             # openlineage-python turns a leftover OPENLINEAGE_URL into `transports:
             # {default_http: ...}` of whatever OPENLINEAGE__TRANSPORT__TYPE names; one transport
@@ -62,6 +83,7 @@ class TransportFactory(DefaultTransportFactory):
         for key, value in self.defaults.get(kind or "", {}).items():
             if key != "type" and config.get(key) in (None, ""):
                 config[key] = value
+        config.update(self.forced.get(kind or "", {}))
         return super()._create_transport(config)
 
     def _check_type(self, kind: object) -> None:
@@ -102,13 +124,15 @@ class TransportFactory(DefaultTransportFactory):
 
 def build_transport_factory(
     defaults: Mapping[str, Mapping[str, Any]] | None = None,
+    forced: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> DefaultTransportFactory:
     """A new factory: the client's built-in transports plus `openmetadata` and `jetstream`.
 
     `defaults` maps a kind (`openmetadata`, `jetstream`) to values for keys its configuration
-    leaves empty.
+    leaves empty; `forced` to values that win over its configuration. Both apply before the
+    transport is made.
     """
-    factory = TransportFactory(defaults)
+    factory = TransportFactory(defaults, forced)
     for kind, clazz in get_default_factory().transports.items():
         factory.register_transport(kind, clazz)
     for kind, path in KINDS.items():

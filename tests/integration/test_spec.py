@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from dbt_oml.pipeline.run_state import PRODUCER
+from dbt_oml.pipeline.run_inputs import PRODUCER
 from tests.conftest import RUN_STG_ORDERS, CliRun, run_cli, run_plain_dbt
 from tests.spec import SPEC, SpecValidator, facets
 

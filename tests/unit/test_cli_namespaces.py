@@ -19,7 +19,7 @@ from dbt_oml.cli import ExitCode, main
 from dbt_oml.dbt.runner import NodeStarted
 from dbt_oml.errors import ConfigError
 from dbt_oml.pipeline.live import LiveEmitter, finish
-from dbt_oml.pipeline.run_state import Report
+from dbt_oml.pipeline.report import Report
 from tests.conftest import PROJECT
 from tests.unit.test_pipeline_events import MODEL, PARENT, STARTED, _context, _file, _settings
 

@@ -295,7 +295,7 @@ def test_dbt_ols_extended_job_name_variable(tmp_path: Path) -> None:
 def _emitter_from(env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     import os
 
-    from dbt_oml.pipeline.run_state import make_emitter
+    from dbt_oml.pipeline.sending import make_emitter
 
     monkeypatch.setattr(os, "environ", dict(env))  # the client writes aliases into it
     settings = load_settings(cli={}, environ=env, cwd=tmp_path, home=tmp_path / "home")

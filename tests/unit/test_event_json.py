@@ -20,7 +20,7 @@ from dbt_oml.events import serialize as event_json
 from dbt_oml.events.builder import build_events
 from dbt_oml.events.invocation import EventSettings, Invocation
 from dbt_oml.lineage.batch import analyse_models
-from dbt_oml.pipeline.run_state import reaches_openmetadata
+from dbt_oml.pipeline.sending import reaches_openmetadata
 from dbt_oml.transports import build_transport_factory
 from dbt_oml.transports.file import FileTransport
 from tests.unit.test_events import NS, STARTED

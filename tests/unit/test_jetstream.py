@@ -216,7 +216,7 @@ class TestUnreachable:
     def test_a_silent_server_is_one_line_and_one_attempt_per_server(self, count: int) -> None:
         """Issue 11, item 7: nats-py reconnected once (2 x connect_timeout) and printed
         tracebacks; with reconnecting off it gave up on the first silent server of a list."""
-        from dbt_oml.transports.jetstream_connection import NatsUnavailableError, connect
+        from dbt_oml.transports.jetstream.connection import NatsUnavailableError, connect
 
         silent = [SilentServer() for _ in range(count)]
         servers = [f"nats://relay:n4ts-S3cret@127.0.0.1:{s.port}" for s in silent]

@@ -24,7 +24,7 @@ from dbt_oml.pipeline.lineage import (
     lineage_cache,
     prune_cache,
 )
-from dbt_oml.pipeline.run_state import Report
+from dbt_oml.pipeline.report import Report
 
 MODELS = {
     "model.jaffle_oml.stg_orders",

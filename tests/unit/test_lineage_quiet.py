@@ -20,7 +20,7 @@ from dbt_oml.lineage.batch import analyse_models
 from dbt_oml.lineage.filerefs import file_paths
 from dbt_oml.lineage.model import build_schema, column_lineage
 from dbt_oml.pipeline.console import print_summary
-from dbt_oml.pipeline.run_state import Report
+from dbt_oml.pipeline.report import Report
 
 #: SQL sqlglot warns about by itself: a statement it parses as a Command, and a CTE scope it
 #: cannot traverse (DuckDB's SUMMARIZE).

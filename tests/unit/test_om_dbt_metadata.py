@@ -435,7 +435,7 @@ def test_counts_line_shows_the_parts_switched_on() -> None:
 
 
 def test_transport_notes_reach_the_summary(om: FakeOpenMetadata, tmp_path: Path) -> None:
-    from dbt_oml.delivery.emitter import Delivery
+    from dbt_oml.pipeline.sending import delivery_for
 
     t = transport(om, tmp_path)
 
@@ -450,7 +450,7 @@ def test_transport_notes_reach_the_summary(om: FakeOpenMetadata, tmp_path: Path)
 
     client = Client()
     client.transport = t
-    delivery = Delivery(client, outbox=tmp_path / "o.jsonl", target="om")
+    delivery = delivery_for(client, outbox=tmp_path / "o.jsonl", target="om")
     t.emit(node_event())
     report = delivery.close()
     assert report.notes == [t.notes[0]]

@@ -361,7 +361,7 @@ def test_a_put_om_refuses_is_never_counted_delivered(om: FakeOpenMetadata, tmp_p
     t.emit(_event([STG], V1))
     assert t.close() is False
     assert t.delivered == 0
-    (reason,) = t.reasons
+    ((reason, _kept_in),) = t.kept.reasons
     assert "refused the lineage edge" in reason
     assert "service" not in reason
     rejected = tmp_path / "outbox" / "openmetadata.rejected.jsonl"
@@ -378,7 +378,7 @@ def test_a_table_gone_from_om_keeps_the_event_for_a_retry(
     del om.entities["table"][STAGED]  # deleted in OM; the transport still lists it
     t.emit(_event([STG], V1))
     assert t.close() is False
-    (reason,) = t.reasons
+    ((reason, _kept_in),) = t.kept.reasons
     assert "OpenMetadata has no entity for the lineage edge" in reason
     kept = tmp_path / "outbox" / "openmetadata.jsonl"
     assert len(kept.read_text().splitlines()) == 1
@@ -414,7 +414,7 @@ def test_an_unmapped_namespace_is_still_named_as_such(om: FakeOpenMetadata, tmp_
     t = transport(om, tmp_path)
     t.emit(_event([foreign], V1))
     assert t.close() is False
-    (reason,) = t.reasons
+    ((reason, _kept_in),) = t.kept.reasons
     assert "postgres://elsewhere:5432/warehouse.my.schema.stg_orders" in reason
     assert "no OpenMetadata service" in reason
 
@@ -438,7 +438,7 @@ def test_events_built_from_a_dotted_project_reach_om(mini_target: Path, tmp_path
     t = transport(om, tmp_path, services={"mysql://crm:3306": "crm"})
     for event in _built(_dotted_target(mini_target)):
         t.emit(event)
-    assert t.close() is True, t.reasons
+    assert t.close() is True, t.problems
     edge = _edge(om, STAGED, ORDERS)
     assert edge["columnsLineage"] == [
         {

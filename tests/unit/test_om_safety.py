@@ -440,7 +440,7 @@ def test_om_variables_fill_what_the_transport_config_leaves_empty() -> None:
 
 
 def test_plain_http_with_a_token_warns_once(caplog: pytest.LogCaptureFixture) -> None:
-    from dbt_oml.transports import openmetadata_config
+    from dbt_oml.transports.openmetadata import config as openmetadata_config
 
     openmetadata_config._WARNED.clear()
     factory = build_transport_factory()

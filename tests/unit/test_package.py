@@ -45,7 +45,8 @@ def test_core_imports_no_io_libraries() -> None:
         "dbt_oml.dbt.runner",
         "dbt_oml.delivery.emitter",
         "dbt_oml.config",
-        "dbt_oml.pipeline.run_state",
+        "dbt_oml.pipeline.sending",
+        "dbt_oml.pipeline.outbox",
         "dbt_oml.pipeline.offline",
         "dbt_oml.pipeline.lineage",
         "dbt_oml.lineage.cache",
@@ -89,7 +90,7 @@ from dbt_oml.events.invocation_events import iter_events
 from dbt_oml.events.serialize import to_json
 from dbt_oml.namespaces import Namespaces
 from dbt_oml.pipeline.lineage import ProjectPlace, column_lineage_for
-from dbt_oml.pipeline.run_state import Report
+from dbt_oml.pipeline.report import Report
 
 target = Path(sys.argv[1])
 artifacts = read_artifacts(target)

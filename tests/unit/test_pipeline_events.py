@@ -20,7 +20,7 @@ from dbt_oml.dbt.runner import DbtContext, NodeStarted
 from dbt_oml.delivery.emitter import read_outbox
 from dbt_oml.namespaces import CatalogSpec
 from dbt_oml.pipeline.live import LiveEmitter, finish
-from dbt_oml.pipeline.run_state import Report
+from dbt_oml.pipeline.report import Report
 from tests.conftest import PROJECT
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "golden" / "artifacts"

@@ -20,7 +20,7 @@ from dbt_oml.config import load_settings
 from dbt_oml.dbt.runner import Bridge, DbtContext
 from dbt_oml.delivery.emitter import Delivery, read_outbox
 from dbt_oml.pipeline.live import LiveEmitter
-from dbt_oml.pipeline.run_state import Report
+from dbt_oml.pipeline.report import Report
 from dbt_oml.plugin.nodes import MAX_QUEUED, NodeEnds, _result_of
 
 

@@ -459,7 +459,7 @@ def test_om_url_user_info_never_leaves_a_failed_delivery(
     outbox/openmetadata.reasons.log."""
     from openlineage.client import OpenLineageClient
 
-    from dbt_oml.delivery.emitter import Delivery
+    from dbt_oml.pipeline.sending import delivery_for
     from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
     from tests.conftest import free_port
     from tests.unit.test_om_transport import FakeTime
@@ -471,7 +471,7 @@ def test_om_url_user_info_never_leaves_a_failed_delivery(
     time = FakeTime()
     transport = OpenMetadataTransport(config, sleep=time.sleep, clock=time.clock)
     events = _built(error=f"Runtime Error: POST {url}/api refused")  # dbt's text quoting it
-    delivery = Delivery(
+    delivery = delivery_for(
         OpenLineageClient(transport=transport), outbox=tmp_path / "kept.jsonl", target="om"
     )
     delivery.send_all(events)

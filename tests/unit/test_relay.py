@@ -13,7 +13,7 @@ import pytest
 from dbt_oml.config import RelayEnds, load_settings, relay_ends
 from dbt_oml.errors import ConfigError
 from dbt_oml.relay.verdicts import Action, header_value, read_event, verdicts_of
-from dbt_oml.transports.jetstream_connection import subject_matches
+from dbt_oml.transports.jetstream.connection import subject_matches
 
 pytest.importorskip("nats", reason="needs dbt-oml[nats]")
 
@@ -208,7 +208,7 @@ def test_subject_matches(pattern: str, subject: str, matches: bool) -> None:
 def test_describe_names_the_cause(error: BaseException, words: str) -> None:
     from nats.errors import ConnectionClosedError, Error
 
-    from dbt_oml.transports.jetstream_connection import describe
+    from dbt_oml.transports.jetstream.connection import describe
 
     assert describe(error, timeout=3).startswith(words)
     assert describe(ConnectionClosedError(), timeout=3) == "the connection was lost"

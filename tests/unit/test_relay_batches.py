@@ -19,7 +19,7 @@ import pytest
 from dbt_oml.errors import TransientDeliveryError, status_error
 from dbt_oml.relay import Relay
 from dbt_oml.relay.verdicts import REASON_HEADER
-from dbt_oml.transports.jetstream_config import JetStreamConfig
+from dbt_oml.transports.jetstream.config import JetStreamConfig
 
 pytest.importorskip("nats", reason="needs dbt-oml[nats]")
 

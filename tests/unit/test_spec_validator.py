@@ -19,7 +19,7 @@ from dbt_oml.events import facets
 from dbt_oml.events.builder import build_events
 from dbt_oml.events.invocation import EventSettings, Invocation
 from dbt_oml.namespaces import Namespaces
-from dbt_oml.pipeline.run_state import PRODUCER
+from dbt_oml.pipeline.run_inputs import PRODUCER
 from tests.spec import SPEC, SpecValidator, is_date_time, is_uri, is_uuid
 
 needs_spec = pytest.mark.skipif(

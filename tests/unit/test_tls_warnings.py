@@ -13,8 +13,9 @@ import logging
 import pytest
 from openlineage.client import OpenLineageClient
 
-from dbt_oml.transports import build_transport_factory, openmetadata_config
+from dbt_oml.transports import build_transport_factory
 from dbt_oml.transports.openmetadata import OpenMetadataTransport
+from dbt_oml.transports.openmetadata import config as openmetadata_config
 
 
 @pytest.fixture(autouse=True)

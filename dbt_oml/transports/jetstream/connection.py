@@ -17,7 +17,7 @@ from dbt_oml.errors import ConfigError, TransientDeliveryError
 from dbt_oml.redaction import redact
 
 if TYPE_CHECKING:
-    from dbt_oml.transports.jetstream_config import JetStreamConfig
+    from dbt_oml.transports.jetstream.config import JetStreamConfig
 
 logger = logging.getLogger(__name__)
 INSTALL_HINT: Final = "pip install 'dbt-oml[nats]'"

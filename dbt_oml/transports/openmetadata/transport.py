@@ -9,22 +9,22 @@ POST /api/v1/openlineage/lineage/batch and OM's answer is checked event by event
 are rejected with OM's reason, and when OM drew fewer edges than the events carry, the events are
 posted one by one to find which ones OM could not resolve. An edge with a table whose name
 holds a dot, which OM's endpoint cannot resolve, goes through PUT /api/v1/lineage instead
-(openmetadata_dotted). When events carry dbt-oml's own dbt facets, the tables dbt-oml owns also
+(dotted.py). When events carry dbt-oml's own dbt facets, the tables dbt-oml owns also
 get what OM's dbt ingestion shows (descriptions, tags, owners, the dbt tab, tests with a result
 per run: om.dbt_metadata), each part switchable.
 
 Every request of a run shares one retry budget (om.retry); once it is spent, the rest goes to the
-outbox at once: `openmetadata.jsonl` (retrying may help: `dbt-oml flush`) or
-`openmetadata.rejected.jsonl` (OM refused them for good: fix, then `dbt-oml replay FILE`), each
-with a line in `openmetadata.reasons.log`. Causes are recorded once in `problems`, never logged
-here. Nothing is dbt-specific: everything comes from the events, so any producer can use it.
+outbox at once through `delivery.outbox.Keeper` (stem `openmetadata`): `openmetadata.jsonl`
+(retrying may help: `dbt-oml flush`) or `openmetadata.rejected.jsonl` (OM refused them for good:
+fix, then `dbt-oml replay FILE`), with a line per cause in `openmetadata.reasons.log`. Causes are
+recorded once in `problems`, never logged here. Nothing is dbt-specific: everything comes from
+the events, so any producer can use it.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from http import HTTPStatus
@@ -34,30 +34,30 @@ from typing import Any
 import httpx2
 from openlineage.client.transport.transport import Transport
 
-from dbt_oml.delivery import outbox
+from dbt_oml.delivery.outbox import Keeper
 from dbt_oml.errors import DbtOmlError, status_error
 from dbt_oml.events import serialize as event_json
 from dbt_oml.om.bootstrap import Bootstrap, BootstrapReport, ServiceMapping
 from dbt_oml.om.client import OpenMetadataClient
 from dbt_oml.om.dbt_metadata import TABLE_FIELDS, DbtMetadata
 from dbt_oml.om.event_check import event_problem
-from dbt_oml.om.prepare import Prepared, om_time, prepare
+from dbt_oml.om.prepare import Prepared, prepare
 from dbt_oml.om.retry import RetryBudget
 from dbt_oml.redaction import redact
-from dbt_oml.transports.openmetadata_config import OpenMetadataConfig
-from dbt_oml.transports.openmetadata_dotted import DottedLineage
-from dbt_oml.transports.openmetadata_guard import LineageGuard
-from dbt_oml.transports.openmetadata_outcome import (
+from dbt_oml.transports.base import Columns, Outcome
+from dbt_oml.transports.openmetadata.answers import (
     BATCH_PATH,
     EVENT_PATH,
     TOO_LARGE,
-    Outcome,
     log_advisories,
     processed_by_om,
     refusal,
     refused_by_om,
     unresolved,
 )
+from dbt_oml.transports.openmetadata.config import OpenMetadataConfig
+from dbt_oml.transports.openmetadata.dotted import DottedLineage
+from dbt_oml.transports.openmetadata.guard import LineageGuard
 
 logger = logging.getLogger(__name__)
 #: OM's defaults when its settings cannot be read (ref §2.9): COMPLETE only, pipeline service.
@@ -105,10 +105,8 @@ class OpenMetadataTransport(Transport):
         )
         self._dbt: DbtMetadata | None = None
         self.delivered = 0
-        self.undelivered = 0
-        self.reasons: Counter[str] = Counter()
+        self.kept = Keeper(Path(config.outbox_dir), "openmetadata")
         self.dropped_inputs: set[str] = set()
-        self.outbox: Path | None = None
 
     def __repr__(self) -> str:
         return f"OpenMetadataTransport({redact(self.config.url)!r})"
@@ -122,7 +120,18 @@ class OpenMetadataTransport(Transport):
     @property
     def problems(self) -> list[str]:
         """Each cause of an undelivered event, once, with its count."""
-        return [f"{n} event(s) not delivered to OpenMetadata: {r}" for r, n in self.reasons.items()]
+        return [
+            f"{n} event(s) not delivered to OpenMetadata: {reason} (kept in {path})"
+            for (reason, path), n in self.kept.reasons.items()
+        ]
+
+    @property
+    def undelivered(self) -> int:
+        return self.kept.undelivered
+
+    @property
+    def outbox(self) -> Path | None:
+        return self.kept.outbox
 
     # -- Transport API ----------------------------------------------------------------------
 
@@ -147,17 +156,17 @@ class OpenMetadataTransport(Transport):
         try:
             outcome = self.deliver(events)
         except DbtOmlError as e:  # OM failing, a secret that does not work, a bad name: keep all
-            self._keep(events, str(e))
-            return
+            self.kept.keep(events, str(e))
         except Exception as e:
             logger.debug("delivery failed unexpectedly", exc_info=True)
-            self._keep(events, f"delivery failed unexpectedly ({type(e).__name__}: {e})")
-            return
-        self.delivered += len(outcome.delivered)
-        for index, reason in outcome.kept:
-            self._keep([events[index]], reason)
-        for index, reason in outcome.rejected:
-            self._keep([events[index]], reason, rejected=True)
+            self.kept.keep(events, f"delivery failed unexpectedly ({type(e).__name__}: {e})")
+        else:
+            self.delivered += len(outcome.delivered)
+            for index, reason in outcome.kept:
+                self.kept.keep([events[index]], reason)
+            for index, reason in outcome.rejected:
+                self.kept.keep([events[index]], reason, rejected=True)
+        self.kept.log_reasons()
 
     @property
     def guarded(self) -> set[str]:
@@ -184,7 +193,7 @@ class OpenMetadataTransport(Transport):
             bootstrap.dry_run = dbt.session.dry_run = False
         return report.plan + dbt.session.plan + [f"problem: {p}" for p in report.problems]
 
-    def columns_for(self, namespace: str, name: str) -> tuple[tuple[str, str | None], ...] | None:
+    def columns_for(self, namespace: str, name: str) -> Columns | None:
         """The columns OpenMetadata holds for a table dbt cannot introspect (None if unknown)."""
         return self.dotted.columns(namespace, name)  # a dotted name: each way it may split
 
@@ -310,7 +319,7 @@ class OpenMetadataTransport(Transport):
                     (index, f"OpenMetadata drew {created} of {plan.edges} lineage edge(s): {why}")
                 )
 
-    # -- settings, bootstrap, outbox ---------------------------------------------------------
+    # -- settings, bootstrap ---------------------------------------------------------
 
     def _om_settings(self) -> Mapping[str, Any]:
         if self._settings is None:
@@ -360,20 +369,10 @@ class OpenMetadataTransport(Transport):
             )
         return self._dbt
 
-    def _keep(self, events: list[dict[str, Any]], reason: str, *, rejected: bool = False) -> None:
-        folder = Path(self.config.outbox_dir)
-        name = "openmetadata.rejected.jsonl" if rejected else "openmetadata.jsonl"
-        path = folder / name
-        outbox.append_events(path, events)
-        outbox.append_reason(folder / "openmetadata.reasons.log", len(events), reason)
-        self.outbox = self.outbox if rejected and self.outbox else path
-        self.undelivered += len(events)
-        self.reasons[f"{redact(reason)} (kept in {path})"] += len(events)
-
     def _log_advisories(self) -> None:
         if self._dbt is not None:
             self._dbt.advise()
         log_advisories(self.dropped_inputs, self.guard.guarded)
 
 
-__all__ = ["OpenMetadataConfig", "OpenMetadataTransport", "Outcome", "om_event", "om_time"]
+__all__ = ["OpenMetadataTransport", "om_event"]

@@ -14,8 +14,6 @@ loop, so asyncio stays inside.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
 import json
 import logging
 from collections.abc import Mapping
@@ -26,12 +24,12 @@ import tenacity
 from openlineage.client.transport.transport import Transport
 from tenacity import RetryCallState
 
-from dbt_oml.delivery.outbox import append_events, append_reason
+from dbt_oml.delivery.outbox import Keeper
 from dbt_oml.errors import ConfigError
 from dbt_oml.events import serialize as event_json
 from dbt_oml.om.retry import exponential, within
-from dbt_oml.transports.jetstream_config import JetStreamConfig
-from dbt_oml.transports.jetstream_connection import (
+from dbt_oml.transports.jetstream.config import JetStreamConfig
+from dbt_oml.transports.jetstream.connection import (
     NatsUnavailableError,  # re-exported (__all__): dbt_oml.cli catches it
     cause_of,
     close_quietly,
@@ -40,107 +38,11 @@ from dbt_oml.transports.jetstream_connection import (
     nats_module,
     quiet_loop,
     server_label,
-    subject_matches,
     transient_faults,
 )
+from dbt_oml.transports.jetstream.stream import ensure_stream, message_id
 
 logger = logging.getLogger(__name__)
-
-
-def message_id(event: Mapping[str, Any]) -> str:
-    """The de-duplication id of an event: same run, type, job and time -> same id.
-
-    >>> message_id({"run": {"runId": "r"}, "eventType": "COMPLETE",
-    ...             "job": {"namespace": "dbt", "name": "j"}, "eventTime": "t"})[:12]
-    '7fcbad3fb4c7'
-    """
-    job = event.get("job") or {}
-    key = "\0".join(
-        str(x)
-        for x in (
-            (event.get("run") or {}).get("runId"),
-            event.get("eventType"),
-            job.get("namespace"),
-            job.get("name"),
-            event.get("eventTime"),
-        )
-    )
-    return hashlib.sha256(key.encode()).hexdigest()
-
-
-async def ensure_stream(js: Any, config: JetStreamConfig) -> Any:
-    """The stream's info; the stream is created when missing (and the config allows it).
-
-    Raises:
-        ConfigError: the stream is missing and create_stream is off.
-    """
-    from nats.js.api import StorageType, StreamConfig
-    from nats.js.errors import BadRequestError, NotFoundError
-
-    try:
-        return check_stream(await js.stream_info(config.stream), config)
-    except NotFoundError:
-        if not config.create_stream:
-            raise ConfigError(
-                key="transport.stream",
-                source="jetstream transport",
-                reason=f"stream {config.stream!r} does not exist on {server_label(config.servers)}",
-                hint="create it, or set create_stream: true",
-            ) from None
-    stream = StreamConfig(
-        name=config.stream,
-        subjects=[config.subject, f"{config.subject}.>"],
-        storage=StorageType.FILE if config.storage == "file" else StorageType.MEMORY,
-        max_age=config.max_age,
-        duplicate_window=config.duplicate_window,
-        num_replicas=config.num_replicas,
-    )
-    try:
-        return await js.add_stream(stream)
-    except BadRequestError as e:  # another stream holds the subject; replicas > servers; ...
-        with contextlib.suppress(NotFoundError):  # another producer created it meanwhile
-            return await js.stream_info(config.stream)
-        raise ConfigError(
-            key="transport.stream",
-            source="jetstream transport",
-            reason=f"stream {config.stream!r} ({config.num_replicas} replica(s)) cannot be "
-            f"created for {config.subject!r}: {e.description or e}",
-            hint="create it yourself, or choose another subject, stream name or num_replicas",
-        ) from e
-
-
-def check_stream(info: Any, config: JetStreamConfig) -> Any:
-    """An existing stream's info, or ConfigError at once when it cannot take our events: its
-    subjects do not cover ours, or it is full and discards new messages (a publish would
-    otherwise wait out its timeout on every event, and look like an election)."""
-    stream = getattr(info, "config", None)
-    subjects = list(getattr(stream, "subjects", None) or [])
-    where = f"stream {config.stream!r} on {server_label(config.servers)}"
-    if subjects and not any(subject_matches(s, config.subject) for s in subjects):
-        raise ConfigError(
-            key="transport.subject",
-            source="jetstream transport",
-            reason=f"{where} takes {', '.join(subjects)}, not {config.subject!r}",
-            hint="add the subject to the stream, or set subject/stream to a pair that match",
-        )
-    state = getattr(info, "state", None)
-    full = [
-        f"{what} {have} of {limit}"
-        for what, have, limit in (
-            ("messages", getattr(state, "messages", 0), getattr(stream, "max_msgs", None)),
-            ("bytes", getattr(state, "bytes", 0), getattr(stream, "max_bytes", None)),
-        )
-        if limit is not None and limit > 0 and (have or 0) >= limit
-    ]
-    discard = getattr(stream, "discard", None)  # nats-py gives the enum or its string
-    if full and str(getattr(discard, "value", discard)) == "new":
-        raise ConfigError(
-            key="transport.stream",
-            source="jetstream transport",
-            reason=f"{where} is full ({', '.join(full)}) and refuses new messages (discard: new)",
-            hint="raise its max_msgs/max_bytes, let the relay drain it, or use discard: old",
-        )
-    return info
 
 
 class JetStreamTransport(Transport):
@@ -157,16 +59,22 @@ class JetStreamTransport(Transport):
         self._reached = False  # a server answered once in this run: a fault now is worth a retry
         self._dead: str | None = None
         self.delivered = 0
-        self.undelivered = 0
+        self.kept = Keeper(Path(config.outbox_dir), "jetstream")
         self.problems: list[str] = []
-        self.outbox: Path | None = None
-        self._reasons: dict[str, int] = {}
         self._retried: dict[str, int] = {}
         self._already_stored = 0
 
     def __repr__(self) -> str:
         servers = server_label(self.config.servers)
         return f"JetStreamTransport({servers!r}, subject={self.config.subject!r})"
+
+    @property
+    def undelivered(self) -> int:
+        return self.kept.undelivered
+
+    @property
+    def outbox(self) -> Path | None:
+        return self.kept.outbox
 
     @property
     def notes(self) -> list[str]:
@@ -306,27 +214,14 @@ class JetStreamTransport(Transport):
         if self._nc is not None:  # every publish was acknowledged: nothing to drain
             self._run(close_quietly(self._nc, timeout=self.config.connect_timeout))
         self._loop.close()
-        folder = Path(self.config.outbox_dir)
-        for reason, count in self._reasons.items():
-            append_reason(folder / "jetstream.reasons.log", count, reason)
-        self._reasons.clear()
+        self.kept.log_reasons()
         return self.undelivered == 0
 
     def _keep(self, event: Mapping[str, Any], reason: str) -> None:
-        self.outbox = Path(self.config.outbox_dir) / "jetstream.jsonl"
-        append_events(self.outbox, [event])
-        self.undelivered += 1
-        self._reasons[reason] = self._reasons.get(reason, 0) + 1
+        self.kept.keep([event], reason)
         if reason not in self.problems:  # the caller reports problems: one line per cause
             self.problems.append(reason)
             logger.debug("JetStream: event(s) not published (%s); kept in %s", reason, self.outbox)
 
 
-__all__ = [
-    "JetStreamConfig",
-    "JetStreamTransport",
-    "NatsUnavailableError",
-    "check_stream",
-    "ensure_stream",
-    "message_id",
-]
+__all__ = ["JetStreamTransport", "NatsUnavailableError"]

@@ -20,7 +20,7 @@ from dbt_oml.om.names import fqn
 from dbt_oml.om.prepare import has_column_lineage
 from dbt_oml.om.services import ServiceMapping
 from dbt_oml.om.tables import TableRef, dataset_refs, table_ref
-from dbt_oml.transports.openmetadata_outcome import outputs_of
+from dbt_oml.transports.openmetadata.answers import outputs_of
 
 #: table FQN -> {upstream table FQN -> whether that edge carries column lineage}
 Upstream = Callable[[str], dict[str, bool]]

@@ -33,7 +33,7 @@ from dbt_oml.om.prepare import Prepared
 from dbt_oml.om.services import pipeline_name
 from dbt_oml.om.tables import TableRef, candidates, table_ref
 from dbt_oml.redaction import redact
-from dbt_oml.transports.openmetadata_outcome import Outcome
+from dbt_oml.transports.base import Outcome
 
 logger = logging.getLogger(__name__)
 LINEAGE_PATH = "/api/v1/lineage"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
@@ -22,17 +21,6 @@ TOO_LARGE = (
     "413: the event alone is over the body size limit in front of OpenMetadata (a proxy's "
     "client_max_body_size?): raise the limit, then `dbt-oml replay` it"
 )
-
-
-@dataclass(slots=True)
-class Outcome:
-    """What became of each event of a `deliver` call (indexes into the events given)."""
-
-    delivered: list[int] = field(default_factory=list)
-    #: not taken now; retrying later may help (an input OM could not resolve yet)
-    kept: list[tuple[int, str]] = field(default_factory=list)
-    #: refused for good (OM's failedEvents, a 400 for this event alone, not a RunEvent)
-    rejected: list[tuple[int, str]] = field(default_factory=list)
 
 
 def processed_by_om(event: Mapping[str, Any], allowed: set[str]) -> bool:

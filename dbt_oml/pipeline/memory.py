@@ -1,0 +1,31 @@
+"""The garbage collector's passes, made rare while dbt-oml builds big, long-lived objects."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Iterator
+
+#: Allocations between the collector's young passes while dbt-oml reads artifacts and builds
+#: events (Python's default: 700).
+_GC_YOUNG = 50_000
+
+
+@contextlib.contextmanager
+def quiet_gc() -> Iterator[None]:
+    """While artifacts are read, lineage looked up and events built: the objects alive before
+    (dbt, its project) leave the collector's passes, and its passes come far less often.
+
+    These steps allocate millions of objects that live for the whole step (the artifacts, the
+    lineage), so each pass found nothing to free but walked them all again: at 2,000 models
+    this halved the time of a warm lineage step and of building the events. Passes still run
+    (SQL parse trees are cyclic garbage) and the defaults come back afterwards.
+    """
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(_GC_YOUNG, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()

@@ -1,0 +1,148 @@
+"""Where a run's events go: the openlineage-python client with dbt-oml's transports, the
+delivery that keeps what it could not send, and the --dry-run bootstrap plan.
+
+I/O adapter: creates the client; reads the transports' contract through `transports.base`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+from typing import Any
+
+from dbt_oml.config import Settings
+from dbt_oml.delivery.emitter import Delivery, Emitter
+from dbt_oml.errors import ConfigError, DbtOmlError
+from dbt_oml.pipeline.outbox import outbox_folder
+from dbt_oml.pipeline.report import Report
+
+logger = logging.getLogger(__name__)
+
+
+def make_emitter(settings: Settings, target_path: Path) -> tuple[Emitter | None, str]:
+    """The openlineage-python client to send with, and a description of where events go.
+
+    Without any OpenLineage configuration, events go to a JSON-lines file in the target
+    directory (the embedded default: no servers needed).
+    """
+    if settings.dry_run:
+        return None, "stdout (--dry-run)"
+    from openlineage.client import OpenLineageClient
+
+    config: dict[str, Any] | None
+    if settings.transport is not None:
+        config = {"transport": dict(settings.transport)}
+        where = f"{settings.transport.get('type')} transport (dbt-oml config)"
+    elif settings.openlineage_configured:
+        config, where = None, "openlineage-python's configured transport"
+    else:
+        events_file = settings.events_file or target_path / "openlineage" / "events.jsonl"
+        events_file.parent.mkdir(parents=True, exist_ok=True)
+        config = {"transport": {"type": "file", "log_file_path": str(events_file), "append": True}}
+        where = str(events_file)
+    from dbt_oml.transports import build_transport_factory
+
+    factory = build_transport_factory(*transport_defaults(settings, target_path))
+    try:
+        client = (
+            OpenLineageClient(config=config, factory=factory)
+            if config
+            else OpenLineageClient(factory=factory)
+        )
+    except ConfigError:
+        raise
+    except (ValueError, TypeError, KeyError, ImportError, AttributeError) as e:
+        raise ConfigError(
+            key="transport",
+            source="openlineage config",
+            reason=f"the transport cannot be created ({type(e).__name__}: {e})",
+            hint="check openlineage.yml / OPENLINEAGE__TRANSPORT__* / the transport: setting",
+        ) from e
+    if settings.openlineage_configured and settings.transport is None:
+        where = f"{client.transport.kind} transport (openlineage config)"
+        if settings.om_transport and client.transport.kind not in ("openmetadata", "composite"):
+            logger.warning(
+                "OM_HOST is set, but openlineage-python's configuration (OPENLINEAGE_URL, "
+                "openlineage.yml or OPENLINEAGE__TRANSPORT__*) chose the %s transport: "
+                "OpenMetadata gets nothing. For OpenMetadata set OPENLINEAGE__TRANSPORT__TYPE="
+                "openmetadata (OM_* fill it in), or unset OPENLINEAGE_URL",
+                client.transport.kind,
+            )
+    return client, where
+
+
+def transport_defaults(
+    settings: Settings, target_path: Path
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """What our transports get before they are made: defaults for the keys their configuration
+    leaves empty (OM_*; the outbox beside dbt-oml's other state), and what dbt-oml's own
+    settings force (--allow-empty-column-lineage)."""
+    outbox = {"outbox_dir": str(outbox_folder(settings, target_path))}
+    defaults = {"openmetadata": {**outbox, **(settings.om_transport or {})}, "jetstream": outbox}
+    forced = {"openmetadata": {"allow_empty_column_lineage": True}}
+    return defaults, forced if settings.allow_empty_column_lineage else {}
+
+
+def delivery_for(emitter: Emitter | None, *, outbox: Path, target: str) -> Delivery:
+    """A Delivery through `emitter` that also counts what its transport kept itself."""
+    from dbt_oml.transports.base import summary
+
+    transport = getattr(emitter, "transport", None)
+    return Delivery(emitter, outbox=outbox, target=target, summarise=lambda: summary(transport))
+
+
+def check_transport(settings: Settings) -> None:
+    """Create (and drop) the configured transport, so a configuration error shows before dbt runs.
+
+    Raises ConfigError. The embedded default (a file in the target directory) needs no check.
+    """
+    if settings.dry_run or (settings.transport is None and not settings.openlineage_configured):
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="dbt-oml-check-") as scratch:
+        client, _ = make_emitter(settings, Path(scratch))
+        transport = getattr(client, "transport", None)
+        with contextlib.suppress(Exception):  # nothing was sent: closing only frees resources
+            transport.close(0)  # type: ignore[union-attr]
+
+
+#: Transports whose events never reach OpenMetadata as sent.
+_NOT_OPENMETADATA = frozenset({"file", "console"})
+
+
+def reaches_openmetadata(emitter: Emitter | None) -> bool:
+    """Whether this emitter's events may reach OpenMetadata: yes, unless its transport only
+    writes files or the console. Then events carry columnLineage in `outputFacets` too (OM 1.12
+    reads it only there), and the run-level column-lineage guard applies (OM would replace the
+    column lineage it holds with none); for a file or the console neither does."""
+    from dbt_oml.transports.base import kinds_in
+
+    kinds = kinds_in(getattr(emitter, "transport", None))
+    return not kinds or not kinds <= _NOT_OPENMETADATA
+
+
+def bootstrap_plan(settings: Settings, events: list[dict[str, Any]]) -> list[str] | None:
+    """For --dry-run with the OpenMetadata transport: what bootstrap would create (reads OM)."""
+    from dbt_oml.transports import kind_named
+    from dbt_oml.transports.base import Planner
+    from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
+
+    transport = settings.transport
+    if not transport or kind_named(transport.get("type")) != "openmetadata":
+        return None
+    om = OpenMetadataTransport(OpenMetadataConfig.from_dict(dict(transport)))
+    try:
+        return om.plan(events) if isinstance(om, Planner) else None
+    finally:
+        om.http.close()
+
+
+def add_bootstrap_plan(settings: Settings, report: Report) -> None:
+    """--dry-run: the bootstrap plan for the collected events on the report (the console prints
+    it); when OpenMetadata cannot be asked, why not."""
+    try:
+        report.plan = bootstrap_plan(settings, report.delivery.collected)
+    except DbtOmlError as e:
+        report.plan_problem = str(e)
