@@ -4,7 +4,7 @@ A click group (group.py): dbt-oml's own commands, one module per family (emit.py
 flush; relay.py; lineage.py; impact.py), and dbt for every other name (dbt_commands.py).
 
 Who prints: this package writes the lineage and impact reports, --version and --help to stdout
-(click.echo); every other line goes through pipeline/console.py (log lines, progress, the
+(click.echo); every other line goes through console.py (log lines, progress, the
 end-of-run summary on stderr, --dry-run's JSON on stdout), which the dbt plugin shares, and the
 plugin's own warnings through plugin/notice.py (stderr). Nothing else in dbt_oml prints. Logging is
 set up by console.setup_logging, called from here (options.py) or from the plugin's session. This
@@ -23,7 +23,7 @@ import click
 
 from dbt_oml.cli.codes import ExitCode
 from dbt_oml.cli.options import Invocation, flag_not_taken
-from dbt_oml.pipeline.console import say
+from dbt_oml.console import say
 
 
 def main(argv: Sequence[str] | None = None) -> int:

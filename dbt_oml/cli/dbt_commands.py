@@ -17,8 +17,8 @@ import click
 
 from dbt_oml.cli.codes import ExitCode
 from dbt_oml.cli.options import Invocation, announce, load, settings_options
+from dbt_oml.console import print_summary, progress_for, say
 from dbt_oml.errors import ConfigError
-from dbt_oml.pipeline.console import print_summary, progress_bar, say
 
 logger = logging.getLogger("dbt_oml")
 
@@ -112,7 +112,7 @@ def _run(dbt_args: tuple[str, ...], **_: object) -> int:
                 args,
                 cwd=Path.cwd(),
                 report=report,
-                progress=progress_bar(),
+                progress=progress_for(quiet=settings.quiet),
                 announce=lambda: announce(settings),
             )
             state.report = report

@@ -31,8 +31,8 @@ from dbt_oml.cli.options import (
     settings_options,
     takes,
 )
+from dbt_oml.console import print_summary, progress_for, say
 from dbt_oml.errors import ConfigError
-from dbt_oml.pipeline.console import print_summary, say
 
 if TYPE_CHECKING:
     from dbt_oml.config import Settings
@@ -87,7 +87,13 @@ def emit(ctx: click.Context, **opts: Any) -> int:
     # dbt's own log lines (adapter imports) must not mix into --dry-run's JSON
     with contextlib.redirect_stdout(sys.stderr if settings.dry_run else sys.stdout):
         options = project_options(_project(opts), cwd)
-        report = offline.emit(settings, options, cwd=cwd, announce=lambda: announce(settings))
+        report = offline.emit(
+            settings,
+            options,
+            cwd=cwd,
+            announce=lambda: announce(settings),
+            progress=progress_for(quiet=settings.quiet),
+        )
     return _finish(report, settings)
 
 

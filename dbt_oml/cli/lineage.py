@@ -18,7 +18,7 @@ from dbt_oml.cli.options import (
     project_options,
     project_params,
 )
-from dbt_oml.pipeline.console import say
+from dbt_oml.console import say
 
 logger = logging.getLogger(__name__)
 PROJECT_HELP = (

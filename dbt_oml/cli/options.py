@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dbt_oml.cli.codes import ExitCode
+from dbt_oml.console import say, setup_logging
 from dbt_oml.errors import ArtifactError, ConfigError, DbtOmlError
-from dbt_oml.pipeline.console import say, setup_logging
 from dbt_oml.redaction import register
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 #: Options that select which file the other settings come from, or only set logging.
-_BASE = ("config", "oml_log_level")
+_BASE = ("config", "oml_log_level", "quiet")
 #: Settings flags only the commands that run dbt use.
 _RUN_ONLY: tuple[str, ...] = ("docs_generate", "explorer", "fail_on_emit_error", "dbt_usage_stats")
 _RUN_ONLY += ("consume_structured_logs",)
@@ -123,6 +123,10 @@ def _place_options() -> list[click.Option]:
             ["--oml-log-level"],
             metavar="LEVEL",
             help="dbt-oml's log level: DEBUG, INFO (default), WARNING or ERROR.",
+        ),
+        _flag(
+            ["--quiet", "-q"],
+            "No progress after dbt's Done. and no INFO lines (warnings, errors, the summary).",
         ),
         _flag(
             ["--consume-structured-logs"],
@@ -240,7 +244,8 @@ def load(ctx: click.Context, **extra: object) -> Settings:
     flags = _given(ctx) | {k: v for k, v in extra.items() if v}
     settings = load_settings(cli=flags, environ=os.environ, cwd=Path.cwd(), home=Path.home())
     register(settings.secrets)
-    setup_logging(settings.oml_log_level)
+    quiet = settings.quiet and settings.oml_log_level in ("DEBUG", "INFO")
+    setup_logging("WARNING" if quiet else settings.oml_log_level)
     return settings
 
 

@@ -6,7 +6,7 @@ import click
 
 from dbt_oml.cli.codes import ExitCode
 from dbt_oml.cli.options import base_options, guarded, load
-from dbt_oml.pipeline.console import say
+from dbt_oml.console import say
 
 RELAY_HELP = """Drain the JetStream stream into OpenMetadata, acknowledging only what OM took.
 

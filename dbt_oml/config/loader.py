@@ -58,6 +58,7 @@ KEYS: Mapping[str, Parser] = {
     "transport": parse_transport,
     "relay": parse_relay,
     "oml_log_level": parse_level,
+    "quiet": parse_bool,
 }
 #: Settings that cannot come from one environment variable (structured values); relay's scalar
 #: keys have DBT_OML_RELAY_<KEY> variables of their own.

@@ -64,6 +64,8 @@ class Settings:
     """Whether openlineage-python has a configuration of its own (file or environment)."""
     oml_log_level: str = "INFO"
     """Level of dbt-oml's own log lines on stderr."""
+    quiet: bool = False
+    """No progress after dbt's `Done.` and no INFO lines: warnings, errors and the summary."""
     config_file: Path | None = None
     """The config file that was read, if any."""
     sources: Mapping[str, str] = field(default_factory=dict, repr=False)

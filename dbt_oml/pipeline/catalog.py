@@ -104,6 +104,13 @@ def catalog_lookup(emitter: object, builder: EventBuilder) -> ColumnLookup | Non
     return lookup
 
 
+def catalog_phase(settings: Settings, ctx: DbtContext) -> str | None:
+    """What reading this run's artifacts will wait for, when it waits (docs generate)."""
+    if settings.docs_generate and ctx.command in CATALOG_COMMANDS:
+        return "catalog.json (dbt docs generate)"
+    return None
+
+
 def artifacts_with_catalog(
     settings: Settings,
     ctx: DbtContext,

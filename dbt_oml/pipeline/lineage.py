@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +29,7 @@ from dbt_oml.lineage.batch import (
 from dbt_oml.lineage.cache import DiskCache
 from dbt_oml.lineage.graph import ColumnGraph, build_graph
 from dbt_oml.lineage.model import ModelLineage
-from dbt_oml.pipeline.report import Progress, Report
+from dbt_oml.pipeline.report import Report
 from dbt_oml.pipeline.state_files import STATE_DIR
 
 logger = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ def column_lineage_for(
     *,
     place: ProjectPlace,
     report: Report,
-    progress: Progress | None = None,
+    progress: Callable[[int, int], None] | None = None,
     extra: ColumnLookup | None = None,
     known: Mapping[str, ModelLineage] | None = None,
     guard: bool = True,

@@ -26,12 +26,13 @@ from dbt_oml.pipeline.catalog import (
     CATALOG_COMMANDS,
     artifacts_with_catalog,
     catalog_lookup,
+    catalog_phase,
     wrote_run_results,
 )
 from dbt_oml.pipeline.lineage import ProjectPlace, column_lineage_for
 from dbt_oml.pipeline.memory import quiet_gc
 from dbt_oml.pipeline.outbox import keep_durably, outbox_path
-from dbt_oml.pipeline.report import Progress, Report
+from dbt_oml.pipeline.report import Progress, Report, phase
 from dbt_oml.pipeline.run_inputs import event_settings, invocation_of, namespaces_for
 from dbt_oml.pipeline.sending import (
     add_bootstrap_plan,
@@ -209,20 +210,26 @@ def build(
         try:
             if ctx.command in BUILD_COMMANDS and wrote_run_results(ctx):
                 write_node_starts(ctx, invocation.node_starts)
+                phase(progress, catalog_phase(settings, ctx))
                 artifacts = artifacts_with_catalog(settings, ctx, report, live.live_catalog)
         except DbtOmlError as e:
             report.problems.append(str(e))
             error = error or str(e)
-    finish(
-        live,
-        artifacts,
-        node_starts=invocation.node_starts,
-        ended_at=invocation.ended_at,
-        error=error,
-        progress=progress,
-    )
-    if settings.explorer and artifacts is not None and not settings.dry_run:
-        _write_explorer(settings, ctx, artifacts, report)
+    try:
+        finish(
+            live,
+            artifacts,
+            node_starts=invocation.node_starts,
+            ended_at=invocation.ended_at,
+            error=error,
+            progress=progress,
+        )
+        if settings.explorer and artifacts is not None and not settings.dry_run:
+            phase(progress, "the lineage explorer page")
+            _write_explorer(settings, ctx, artifacts, report)
+    finally:
+        if progress is not None:
+            progress.end()
     return report
 
 
@@ -329,6 +336,7 @@ def _terminal_events(
     """The enriched end of every node and of the invocation, each built, sent and dropped."""
     settings, report = live.settings, live.report
     ctx, builder, delivery = live.wired()
+    phase(progress, "column lineage")
     lineage = column_lineage_for(
         settings,
         artifacts,
@@ -339,7 +347,7 @@ def _terminal_events(
             default_catalog=ctx.catalogs[0].alias if ctx.catalogs else None,
         ),
         report=report,
-        progress=progress,
+        progress=progress.advance if progress is not None else None,
         extra=catalog_lookup(delivery.emitter, builder),
         known=live.node_lineage,
         guard=reaches_openmetadata(delivery.emitter),
@@ -355,6 +363,7 @@ def _terminal_events(
         lineage=lineage,
     )
     delivery.held = delivery.held or report.refused is not None
+    phase(progress, f"events to {report.destination or 'the transport'}")
     next(events)  # the parent START went out live
     held: RunEvent | None = None  # the invocation's end: the aborts go before it
     for event in events:

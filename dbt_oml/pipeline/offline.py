@@ -31,7 +31,7 @@ from dbt_oml.pipeline.lineage import (
 )
 from dbt_oml.pipeline.memory import quiet_gc
 from dbt_oml.pipeline.outbox import keep_durably, outbox_folder, outbox_path, remote_outbox
-from dbt_oml.pipeline.report import Report
+from dbt_oml.pipeline.report import Progress, Report, phase
 from dbt_oml.pipeline.run_inputs import event_settings, namespaces_for
 from dbt_oml.pipeline.sending import (
     add_bootstrap_plan,
@@ -75,18 +75,41 @@ def _invocation(project: ResolvedProject, artifacts: RunArtifacts) -> Invocation
 
 
 def emit(
-    settings: Settings, options: ProjectOptions, *, cwd: Path, announce: Announce | None = None
+    settings: Settings,
+    options: ProjectOptions,
+    *,
+    cwd: Path,
+    announce: Announce | None = None,
+    progress: Progress | None = None,
 ) -> Report:
     """`dbt-oml emit`: build and send the events of existing artifacts, without running dbt.
 
     `announce` is called once the artifacts and settings are checked, before the transport is
-    made (the CLI's line saying where events go)."""
+    made (the CLI's line saying where events go); `progress` hears each phase."""
     with quiet_gc():
-        return _emit(settings, options, cwd=cwd, announce=announce)
+        try:
+            return _emit(settings, options, cwd=cwd, announce=announce, progress=progress)
+        finally:
+            if progress is not None:
+                progress.end()
+
+
+def _place(project: ResolvedProject) -> ProjectPlace:
+    return ProjectPlace(
+        project_root=project.project_dir,
+        target_path=project.target_path,
+        dialect=project.adapter_type,
+        default_catalog=project.catalogs[0].alias if project.catalogs else None,
+    )
 
 
 def _emit(
-    settings: Settings, options: ProjectOptions, *, cwd: Path, announce: Announce | None
+    settings: Settings,
+    options: ProjectOptions,
+    *,
+    cwd: Path,
+    announce: Announce | None,
+    progress: Progress | None,
 ) -> Report:
     report = Report()
     project = resolve_project(options)
@@ -102,18 +125,16 @@ def _emit(
     if announce is not None:
         announce()
     emitter, report.destination = make_emitter(settings, project.target_path)
+    phase(progress, "column lineage")
     lineage = column_lineage_for(
         settings,
         artifacts,
-        place=ProjectPlace(
-            project_root=project.project_dir,
-            target_path=project.target_path,
-            dialect=project.adapter_type,
-            default_catalog=project.catalogs[0].alias if project.catalogs else None,
-        ),
+        place=_place(project),
         report=report,
+        progress=progress.advance if progress is not None else None,
         guard=reaches_openmetadata(emitter),
     )
+    phase(progress, f"events to {report.destination}")
     events = iter_events(
         artifacts,
         invocation=invocation,

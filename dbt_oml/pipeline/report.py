@@ -3,14 +3,20 @@ its progress."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from dbt_oml.delivery.emitter import DeliveryReport
 
-#: Called with (done, total) during long work; the CLI draws it on a terminal.
-Progress = Callable[[int, int], None]
+
+class Progress(Protocol):
+    """Where the work after dbt is: a phase starts (a line, or a live bar on a terminal); a
+    counted phase advances. The console draws it (`dbt_oml.console.progress_for`)."""
+
+    def phase(self, label: str) -> None: ...
+    def advance(self, done: int, total: int) -> None: ...
+    def end(self) -> None: ...
 
 
 @dataclass(slots=True)
@@ -32,3 +38,10 @@ class Report:
     """--dry-run with OpenMetadata: what bootstrap would create (None: no plan)."""
     plan_problem: str | None = None
     """--dry-run with OpenMetadata: why there is no plan (OM unreachable, a bad setting)."""
+
+
+def phase(progress: Progress | None, label: str | None) -> None:
+    """Start a phase of `progress`, when there is one (--quiet, the plugin: none) and the
+    phase is worth a line (`label`)."""
+    if progress is not None and label is not None:
+        progress.phase(label)

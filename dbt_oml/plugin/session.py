@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 
 from dbt_oml.artifacts import RunArtifacts, failure_summary, read_manifest, read_run_results
 from dbt_oml.config import Settings, load_settings
+from dbt_oml.console import print_summary, setup_logging
 from dbt_oml.dbt.relation_columns import live_catalog
 from dbt_oml.dbt.runner import Bridge
 from dbt_oml.errors import DbtOmlError
 from dbt_oml.events.builder import BUILD_COMMANDS
-from dbt_oml.pipeline.console import print_summary, setup_logging
 from dbt_oml.pipeline.live import LiveEmitter, finish
 from dbt_oml.pipeline.report import Report
 from dbt_oml.pipeline.state_files import write_node_starts

@@ -15,11 +15,11 @@ import sqlglot
 from sqlglot.optimizer.scope import build_scope
 
 from dbt_oml.artifacts import read_artifacts
+from dbt_oml.console import print_summary
 from dbt_oml.errors import LineageError
 from dbt_oml.lineage.batch import analyse_models
 from dbt_oml.lineage.filerefs import file_paths
 from dbt_oml.lineage.model import build_schema, column_lineage
-from dbt_oml.pipeline.console import print_summary
 from dbt_oml.pipeline.report import Report
 
 #: SQL sqlglot warns about by itself: a statement it parses as a Command, and a CTE scope it

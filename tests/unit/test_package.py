@@ -50,7 +50,7 @@ def test_core_imports_no_io_libraries() -> None:
         "dbt_oml.pipeline.offline",
         "dbt_oml.pipeline.lineage",
         "dbt_oml.lineage.cache",
-        "dbt_oml.pipeline.console",
+        "dbt_oml.console",
         "dbt_oml.plugin",
         "dbt_oml.plugin.session",
         "dbt_oml.dbt.relation_columns",

@@ -25,13 +25,13 @@ from openlineage.client.event_v2 import RunEvent
 
 from dbt_oml import redaction
 from dbt_oml.artifacts import RunArtifacts, read_artifacts
+from dbt_oml.console import setup_logging
 from dbt_oml.delivery.emitter import to_dict
 from dbt_oml.delivery.outbox import append_events, append_reason
 from dbt_oml.errors import NamespaceError
 from dbt_oml.events.builder import build_events
 from dbt_oml.events.invocation import EventSettings, Invocation
 from dbt_oml.namespaces import CatalogSpec, Namespaces, namespace_for, resolve_namespaces
-from dbt_oml.pipeline.console import setup_logging
 from dbt_oml.redaction import Redactor, redact, redact_event, secrets_in, secrets_of
 from tests.conftest import MINI
 from tests.unit.test_events import STARTED

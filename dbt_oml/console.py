@@ -38,18 +38,72 @@ def say(text: str, *, err: bool = True) -> None:
     click.echo(redact(text), err=err)
 
 
-def progress_bar() -> Any:
-    """Column-lineage progress on stderr, only when stderr is a terminal (never in CI logs)."""
-    if not sys.stderr.isatty():
+class PhaseLines:
+    """Off a terminal (CI logs, a pod's log): one INFO line as each phase starts, so a wait
+    says what it is waiting for; counts are not drawn."""
+
+    def phase(self, label: str) -> None:
+        logger.info("%s ...", label)
+
+    def advance(self, done: int, total: int) -> None:
+        pass
+
+    def end(self) -> None:
+        pass
+
+
+class PhaseBar:
+    """On a terminal: rich's live line on stderr (spinner, phase, bar and count, elapsed),
+    replaced by each new phase and gone when the work ends."""
+
+    def __init__(self, console: Any = None) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self._bar = Progress(
+            SpinnerColumn(),
+            TextColumn("dbt-oml: {task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console or Console(stderr=True),
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self._task: Any = None
+
+    def phase(self, label: str) -> None:
+        if self._task is None:
+            self._bar.start()
+        else:
+            self._bar.remove_task(self._task)
+        self._task = self._bar.add_task(label, total=None)
+
+    def advance(self, done: int, total: int) -> None:
+        if self._task is not None:
+            self._bar.update(self._task, completed=done, total=total)
+
+    def end(self) -> None:
+        if self._task is not None:
+            self._bar.stop()
+            self._task = None
+
+
+def progress_for(*, quiet: bool, terminal: bool | None = None) -> PhaseBar | PhaseLines | None:
+    """How the work after dbt shows itself: nothing with --quiet, a live bar on a terminal
+    (stderr), else one line per phase."""
+    if quiet:
         return None
-
-    def draw(done: int, total: int) -> None:
-        end = "\n" if done >= total else ""
-        click.echo(f"\rdbt-oml: column lineage {done}/{total} models", err=True, nl=False)
-        if end:
-            click.echo("", err=True)
-
-    return draw
+    on_terminal = sys.stderr.isatty() if terminal is None else terminal
+    return PhaseBar() if on_terminal else PhaseLines()
 
 
 def _print_plan(report: Any) -> None:
