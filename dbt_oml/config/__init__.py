@@ -3,23 +3,24 @@
 The base layer under everything but the errors: `load_settings` (loader.py) is the only code in
 dbt_oml that reads dbt-oml.yml or DBT_OML_* variables; `Settings` (settings.py) is what it returns;
 values.py parses (outbox_url.py: a local outbox, or a durable one's URL), relay_section.py
-checks `relay:`, environment.py reads dbt-ol's and OM_* variables, ends.py finds the relay's two
-ends. It must not import any other part of dbt_oml:
-only dbt_oml.errors, dbt_oml.redaction, dbt_oml.runs, dbt_oml.version and third-party libraries.
+checks `relay:`, environment.py reads dbt-ol's and OM_* variables, openlineage.py is the one
+reader of openlineage-python's own configuration (its file and OPENLINEAGE__* variables),
+files.py reads the YAML files, ends.py finds the relay's two ends. It must not import any other
+part of dbt_oml: only dbt_oml.errors, dbt_oml.redaction, dbt_oml.runs, dbt_oml.version and
+third-party libraries.
 """
 
 from __future__ import annotations
 
 from dbt_oml.config.ends import (
     RelayEnds,
-    Sourced,
     find_transport,
-    openlineage_transport,
     plan_settings,
     relay_ends,
 )
 from dbt_oml.config.environment import COMPAT_ENV, OM_ENV, orchestrator, secret_values
 from dbt_oml.config.loader import KEYS, load_settings
+from dbt_oml.config.openlineage import OpenLineageConfig, Sourced
 from dbt_oml.config.origin import describe_transport, events_destination
 from dbt_oml.config.relay_section import RELAY_KEYS, RELAY_SCALARS, relay_env_name
 from dbt_oml.config.settings import DEFAULT_CONFIG_FILE, Settings
@@ -35,6 +36,7 @@ __all__ = [
     "RELAY_SCALARS",
     "TRUTHY",
     "JobNaming",
+    "OpenLineageConfig",
     "Orchestrator",
     "Parser",
     "RelayEnds",
@@ -47,7 +49,6 @@ __all__ = [
     "find_transport",
     "flag_name",
     "load_settings",
-    "openlineage_transport",
     "orchestrator",
     "plan_settings",
     "relay_ends",

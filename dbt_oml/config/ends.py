@@ -6,24 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-from dbt_oml.config.loader import read_file
+from dbt_oml.config.openlineage import Sourced
 from dbt_oml.config.settings import Settings
 from dbt_oml.errors import ConfigError
-
-_OL_ENV_SOURCE: Final = "OPENLINEAGE__TRANSPORT__* variables"
-
-
-@dataclass(frozen=True, slots=True)
-class Sourced:
-    """A transport configuration and where it was read (error messages name the real place)."""
-
-    config: Mapping[str, Any]
-    """The transport's settings (`type` included)."""
-    source: str
-    """Where they came from: a file and key, or the environment variables."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,37 +43,12 @@ def find_transport(config: Mapping[str, Any] | None, kind: str) -> Mapping[str, 
     return None
 
 
-def openlineage_transport() -> Sourced | None:
-    """The transport openlineage-python configures for itself, and where it found it.
-
-    Found as `OpenLineageClient` finds it (its own lookup, reused): the file named by
-    OPENLINEAGE_CONFIG, else ./openlineage.yml, else ~/.openlineage/openlineage.yml, merged over
-    the OPENLINEAGE__* variables (the file wins). Reads the process environment, as the client does.
-
-    Raises:
-        ConfigError: the file is not valid YAML.
-    """
-    from openlineage.client.client import OpenLineageClient
-    from openlineage.client.utils import deep_merge_dicts
-
-    path = OpenLineageClient._find_yaml_config_path()
-    from_file = read_file(Path(path)) if path else {}
-    from_env = OpenLineageClient._load_config_from_env_variables() or {}
-    transport = deep_merge_dicts(from_env, from_file).get("transport")
-    if not isinstance(transport, Mapping) or not transport.get("type"):
-        return None
-    sources = [f"{path} transport:"] if isinstance(from_file.get("transport"), Mapping) else []
-    if isinstance(from_env.get("transport"), Mapping):
-        sources.append(_OL_ENV_SOURCE)
-    return Sourced(config=dict(transport), source=" + ".join(sources))
-
-
 def _producer_transport(settings: Settings) -> Sourced | None:
     """The transport `dbt-oml build` sends with (dbt-oml's config wins over openlineage's)."""
     if settings.transport is not None:
         where = f"{settings.config_file} transport:" if settings.config_file else "OM_* variables"
         return Sourced(config=settings.transport, source=where)
-    return openlineage_transport() if settings.openlineage_configured else None
+    return settings.openlineage.transport() if settings.openlineage_configured else None
 
 
 def _relay_source(settings: Settings) -> str:

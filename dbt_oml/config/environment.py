@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Final
 
 from dbt_oml.errors import ConfigError
@@ -21,7 +20,6 @@ COMPAT_ENV: Mapping[str, str] = {
     "OPENLINEAGE_DBT_JOB_NAME": "parent_job_name",
     "OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME": "extended_job_name",
 }
-_OL_ENV_MARKERS: Final = ("OPENLINEAGE_URL", "OPENLINEAGE_CONFIG", "OPENLINEAGE_DISABLED")
 #: The seed script's variables, accepted so its users can switch: OM_* -> openmetadata transport.
 OM_ENV: Mapping[str, str] = {
     "OM_HOST": "url",
@@ -90,18 +88,6 @@ def orchestrator(environ: Mapping[str, str]) -> Orchestrator | None:
     root_id = environ.get("OPENLINEAGE_ROOT_PARENT_ID")
     root = _run_ref(root_id, "OPENLINEAGE_ROOT_PARENT_ID") if root_id else parent
     return Orchestrator(parent=parent, root=root)
-
-
-def openlineage_configured(environ: Mapping[str, str], cwd: Path, home: Path | None) -> bool:
-    """Whether openlineage-python has a configuration of its own (variables or a file)."""
-    if any(environ.get(k) for k in _OL_ENV_MARKERS):
-        return True
-    if any(k.startswith("OPENLINEAGE__") for k in environ):
-        return True
-    candidates = [cwd / "openlineage.yml"]
-    if home is not None:
-        candidates.append(home / ".openlineage" / "openlineage.yml")
-    return any(p.is_file() for p in candidates)
 
 
 def om_transport(environ: Mapping[str, str]) -> dict[str, str] | None:

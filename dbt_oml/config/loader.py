@@ -11,15 +11,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dbt_oml.config.environment import (
     COMPAT_ENV,
     om_transport,
-    openlineage_configured,
     orchestrator,
     secret_values,
 )
+from dbt_oml.config.files import read_file
+from dbt_oml.config.openlineage import read_openlineage
 from dbt_oml.config.outbox_url import parse_outbox
 from dbt_oml.config.relay_section import parse_relay, relay_from_environ, relay_from_flags
 from dbt_oml.config.settings import DEFAULT_CONFIG_FILE, Settings
@@ -64,25 +63,6 @@ KEYS: Mapping[str, Parser] = {
 #: keys have DBT_OML_RELAY_<KEY> variables of their own.
 FILE_ONLY = frozenset({"transport", "relay"})
 _PROFILE_SOURCE = "profiles.yml (plugins: dbt_oml.duckdb config)"
-
-
-def read_file(path: Path) -> dict[str, Any]:
-    """A YAML mapping from `path`; ConfigError when missing, unreadable or not a mapping."""
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(key="config", source=str(path), reason="file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(key="config", source=str(path), reason=f"cannot be read ({e})") from e
-    except yaml.YAMLError as e:
-        where = getattr(e, "problem_mark", None)
-        line = f" at line {where.line + 1}" if where is not None else ""
-        raise ConfigError(key="config", source=str(path), reason=f"is not valid YAML{line}") from e
-    if doc is None:
-        return {}
-    if not isinstance(doc, dict):
-        raise ConfigError(key="config", source=str(path), reason="must be a mapping of settings")
-    return doc
 
 
 def _config_path(cli: Mapping[str, object], environ: Mapping[str, str], cwd: Path) -> Path | None:
@@ -174,9 +154,9 @@ def load_settings(
     _read_doc(values, profile or {}, _PROFILE_SOURCE, sources)
     _read_environ(values, environ, sources)
     _read_flags(values, cli, sources)
-    configured = openlineage_configured(environ, cwd, home)
+    openlineage = read_openlineage(environ, cwd, home)
     om = om_transport(environ)
-    if om is not None and "transport" not in values and not configured:
+    if om is not None and "transport" not in values and not openlineage.configured:
         values["transport"] = om
         sources["transport"] = "OM_HOST"
     if isinstance(values.get("outbox_dir"), str):  # a durable outbox's URL; events spool locally
@@ -184,7 +164,7 @@ def load_settings(
     return Settings(
         **values,
         sources=sources,
-        openlineage_configured=configured,
+        openlineage=openlineage,
         config_file=config_path,
         om_transport=om,
         orchestrator=orchestrator(environ),

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from dbt_oml.config.ends import openlineage_transport
 from dbt_oml.config.settings import Settings
 from dbt_oml.redaction import redact
 
@@ -80,7 +79,7 @@ def events_destination(settings: Settings, environ: Mapping[str, str], *, cwd: P
     elif environ.get("OPENLINEAGE_DISABLED", "").strip().lower() == "true":
         text = "nowhere (OPENLINEAGE_DISABLED=true)"
     elif settings.openlineage_configured:
-        found = openlineage_transport()
+        found = settings.openlineage.transport()
         if found is not None:
             source = _shown(found.source.removesuffix(" transport:"), cwd)
             text = _from(found.config, settings.om_transport, source)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from dbt_oml.config.openlineage import OpenLineageConfig
 from dbt_oml.runs import JobNaming, Orchestrator
 
 #: The config file looked for in the working directory when none is named.
@@ -60,8 +61,8 @@ class Settings:
     """The orchestrator run that started dbt (OPENLINEAGE_CONTEXT, _PARENT_ID, _ROOT_PARENT_ID)."""
     om_transport: Mapping[str, Any] | None = field(default=None, repr=False)
     """The openmetadata transport the seed script's OM_* variables describe, if any."""
-    openlineage_configured: bool = False
-    """Whether openlineage-python has a configuration of its own (file or environment)."""
+    openlineage: OpenLineageConfig = field(default_factory=OpenLineageConfig, repr=False)
+    """openlineage-python's own configuration (file and variables), read once at load."""
     oml_log_level: str = "INFO"
     """Level of dbt-oml's own log lines on stderr."""
     quiet: bool = False
@@ -73,3 +74,8 @@ class Settings:
     flag (`transport` from OM_HOST: "OM_HOST"), for messages that name the place to fix."""
     secrets: tuple[str, ...] = field(default=(), repr=False)
     """Secret values seen while reading (passwords, tokens), for the redactor to mask."""
+
+    @property
+    def openlineage_configured(self) -> bool:
+        """Whether openlineage-python has a configuration of its own (file or environment)."""
+        return self.openlineage.configured

@@ -110,16 +110,6 @@ def _run_facets(raw: Mapping[str, Any]) -> dict[str, Any]:
     return facets
 
 
-def _output_facets(dataset: Mapping[str, Any]) -> dict[str, Any]:
-    """An output's outputFacets, with the columnLineage OpenMetadata 1.12 reads there (events
-    written for a file carry it in `facets` only; replayed, they may go to OpenMetadata)."""
-    out = dict(dataset.get("outputFacets") or {})
-    lineage = (dataset.get("facets") or {}).get("columnLineage")
-    if lineage is not None and "columnLineage" not in out:
-        out["columnLineage"] = lineage
-    return out
-
-
 def from_dict(doc: Mapping[str, Any]) -> RunEvent:
     """Rebuild a RunEvent from its JSON form."""
     run, job = doc["run"], doc["job"]
@@ -142,7 +132,7 @@ def from_dict(doc: Mapping[str, Any]) -> RunEvent:
                 namespace=d["namespace"],
                 name=d["name"],
                 facets=d.get("facets") or {},
-                outputFacets=_output_facets(d),
+                outputFacets=d.get("outputFacets") or {},
             )
             for d in doc.get("outputs") or ()
         ],
@@ -160,10 +150,13 @@ class Delivery:
         outbox: Path,
         target: str,
         summarise: Callable[[], TransportSummary] | None = None,
+        adapt: Callable[[RunEvent], RunEvent] | None = None,
     ) -> None:
-        """`summarise`, called after the emitter closed: what its transport kept itself."""
+        """`summarise`, called after the emitter closed: what its transport kept itself;
+        `adapt`, applied to each event before it is emitted (what the backend needs)."""
         self._emitter = emitter
         self._summarise = summarise
+        self._adapt = adapt
         self._outbox = outbox
         self._target = target
         self._lock = threading.Lock()  # one emit at a time
@@ -188,7 +181,7 @@ class Delivery:
                 self._spool(event)
                 return
             try:
-                self._emitter.emit(event)
+                self._emitter.emit(self._adapt(event) if self._adapt else event)
             except Exception as e:
                 logger.debug("emit failed", exc_info=True)
                 self._failed(event, e)

@@ -14,11 +14,12 @@ from operator import itemgetter
 from openlineage.client.event_v2 import RunEvent
 
 from dbt_oml.artifacts import RunArtifacts
-from dbt_oml.events.invocation import EventSettings, Invocation, format_time
+from dbt_oml.events.invocation import EventSettings, Invocation
 from dbt_oml.events.node_events import BUILD_COMMANDS, EventBuilder
 from dbt_oml.events.quality import per_test_events, skipped_tests, test_events
 from dbt_oml.lineage.model import ModelLineage
 from dbt_oml.namespaces import Namespaces
+from dbt_oml.times import format_time
 
 
 def build_events(

@@ -139,9 +139,6 @@ class EventBuilder(DatasetsMixin, RunsMixin):
                 known.add((f.namespace, f.name))
                 inputs.append(self._plain_input(f.namespace, f.name))
         output.facets = {**(output.facets or {}), "columnLineage": facet}
-        if self.settings.column_lineage_in_output_facets:
-            # OpenMetadata 1.12 reads column lineage only from outputFacets
-            output.outputFacets = {**(output.outputFacets or {}), "columnLineage": facet}  # type: ignore[dict-item]
 
     def node_facet(self, node: Node) -> node_facets.DbtNodeDatasetFacet:
         """dbt-oml's `dbt_oml_node`: raw SQL, path, tags, owners as dbt defines the node."""

@@ -17,7 +17,7 @@ from openlineage.client.facet_v2 import DatasetFacet, RunFacet
 
 from dbt_oml.artifacts import Node, NodeResult, TestInfo
 from dbt_oml.errors import ArtifactError
-from dbt_oml.events.invocation import format_time
+from dbt_oml.times import format_time
 
 _URN = "urn:dbt-oml:facets:1-0-0:"
 NODE_FACET = "dbt_oml_node"

@@ -22,9 +22,10 @@ from openlineage.client.facet_v2 import JobFacet, RunFacet, parent_run
 from dbt_oml.artifacts import Node
 from dbt_oml.events import facets
 from dbt_oml.events.ids import run_id
-from dbt_oml.events.invocation import EventSettings, Invocation, format_time
+from dbt_oml.events.invocation import EventSettings, Invocation
 from dbt_oml.redaction import redact
 from dbt_oml.runs import JobNaming, RunRef
+from dbt_oml.times import format_time
 
 
 class RunsMixin:

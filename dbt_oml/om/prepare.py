@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from dbt_oml.events.invocation import format_time
+from dbt_oml.times import format_time
 
 #: Namespaces OM resolves to neither a table nor a container.
 UNRESOLVABLE_NAMESPACES = frozenset({"file"})
@@ -128,6 +128,18 @@ def prepare(
             if facet and "columnLineage" not in (dataset.get("outputFacets") or {}):
                 dataset.setdefault("outputFacets", {})["columnLineage"] = facet
     return prepared
+
+
+def column_lineage_where_om_reads_it(event: Any) -> Any:
+    """An OpenLineage RunEvent (the client's object) with each output's `columnLineage` also in
+    its `outputFacets`, the only place OM 1.12 reads it: for events that reach OM through a
+    transport that is not ours (`http` to OM's endpoint). In place; the same facet object, so
+    nothing is built twice."""
+    for output in getattr(event, "outputs", None) or ():
+        facet = (output.facets or {}).get("columnLineage")
+        if facet is not None and "columnLineage" not in (output.outputFacets or {}):
+            output.outputFacets = {**(output.outputFacets or {}), "columnLineage": facet}
+    return event
 
 
 def has_column_lineage(dataset: Mapping[str, Any]) -> bool:

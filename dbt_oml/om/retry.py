@@ -1,4 +1,5 @@
-"""dbt_oml's one retry mechanism (tenacity): backoff, a time budget, and the OM run's breaker.
+"""The OpenMetadata run's retries (tenacity, with dbt_oml.retry's backoff): a time budget and a
+breaker.
 
 Every request to OpenMetadata in a run (settings, bootstrap, batches, lineage reads) draws on the
 same RetryBudget. The budget is the time one spell of failures may cost, counted from the start
@@ -8,7 +9,7 @@ much) and ended by the next success; a retry's request timeout is capped at what
 refused connection (nothing listens) gets two quick retries only. Once a call fails for good the
 breaker opens: every later call fails at once, so the rest of the run goes to the outbox in
 milliseconds instead of waiting a timeout per batch. The JetStream publish and the relay's
-reconnects use the same pieces (`exponential`, `within`) with tenacity's async retrying. Clock and
+reconnects use the same pieces (`dbt_oml.retry`) with tenacity's async retrying. Clock and
 sleep are injected (tenacity's `sleep`), so tests never wait.
 """
 
@@ -24,33 +25,13 @@ import tenacity
 from tenacity import RetryCallState
 
 from dbt_oml.errors import TransientDeliveryError, UnreachableError
+from dbt_oml.retry import Wait, exponential, within
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: Retries for a refused connection: OM restarting gets a moment, OM gone costs ~1.5 s.
 UNREACHABLE_RETRIES = 2
-
-Wait = Callable[[RetryCallState], float]
-
-
-def exponential(first: float, maximum: float) -> Wait:
-    """Waits of `first`, twice that, and so on, up to `maximum` seconds.
-
-    >>> third = RetryCallState(None, None, (), {})
-    >>> third.attempt_number = 3
-    >>> exponential(0.5, 8.0)(third), exponential(0.5, 1.5)(third)
-    (2.0, 1.5)
-    """
-    return tenacity.wait_exponential(multiplier=first, max=maximum)
-
-
-def within(
-    deadline: float, clock: Callable[[], float], wait: Wait
-) -> Callable[[RetryCallState], bool]:
-    """A tenacity stop: give up when the next wait would end after `deadline` (a time budget,
-    not a count of tries)."""
-    return lambda state: clock() + wait(state) > deadline
 
 
 def retry_after(value: str | None, *, now: datetime | None = None) -> float | None:

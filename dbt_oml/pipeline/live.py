@@ -79,12 +79,7 @@ class LiveEmitter:
         self.builder = EventBuilder(
             invocation=invocation_of(context),
             namespaces=namespaces,
-            settings=event_settings(
-                self.settings,
-                self.cwd,
-                context.project_root,
-                copy_column_lineage=reaches_openmetadata(emitter),
-            ),
+            settings=event_settings(self.settings, self.cwd, context.project_root),
             manifest=Manifest(
                 path="",
                 dbt_version=context.dbt_version,

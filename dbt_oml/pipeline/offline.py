@@ -139,9 +139,7 @@ def _emit(
         artifacts,
         invocation=invocation,
         namespaces=namespaces_for(settings, project.catalogs, cwd, report),
-        settings=event_settings(
-            settings, cwd, project.project_dir, copy_column_lineage=reaches_openmetadata(emitter)
-        ),
+        settings=event_settings(settings, cwd, project.project_dir),
         node_starts=read_node_starts(project.target_path, invocation.invocation_id),
         ended_at=results.generated_at,
         error=failure_summary((r.unique_id, r.status) for r in failed) if failed else None,

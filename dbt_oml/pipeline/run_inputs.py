@@ -31,9 +31,7 @@ def namespaces_for(
     return resolution.namespaces
 
 
-def event_settings(
-    settings: Settings, cwd: Path, project_root: Path, *, copy_column_lineage: bool = True
-) -> EventSettings:
+def event_settings(settings: Settings, cwd: Path, project_root: Path) -> EventSettings:
     return EventSettings(
         project_root=str(project_root),
         producer=PRODUCER,
@@ -44,7 +42,6 @@ def event_settings(
         job_naming=settings.job_naming,
         cwd=str(cwd),
         orchestrator=settings.orchestrator,
-        column_lineage_in_output_facets=copy_column_lineage,
     )
 
 

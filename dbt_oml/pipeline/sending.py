@@ -85,11 +85,33 @@ def transport_defaults(
 
 
 def delivery_for(emitter: Emitter | None, *, outbox: Path, target: str) -> Delivery:
-    """A Delivery through `emitter` that also counts what its transport kept itself."""
+    """A Delivery through `emitter` that also counts what its transport kept itself, and gives
+    OpenMetadata's copy of column lineage to a transport of someone else's that may reach OM."""
+    from dbt_oml.om.prepare import column_lineage_where_om_reads_it
     from dbt_oml.transports.base import summary
 
     transport = getattr(emitter, "transport", None)
-    return Delivery(emitter, outbox=outbox, target=target, summarise=lambda: summary(transport))
+    return Delivery(
+        emitter,
+        outbox=outbox,
+        target=target,
+        summarise=lambda: summary(transport),
+        adapt=column_lineage_where_om_reads_it if foreign_may_reach_om(emitter) else None,
+    )
+
+
+#: Transports that make OpenMetadata's copy themselves (openmetadata; jetstream: the relay),
+#: or whose events never reach OpenMetadata as sent (file, console).
+_NO_COPY = frozenset({"openmetadata", "jetstream", "file", "console"})
+
+
+def foreign_may_reach_om(emitter: Emitter | None) -> bool:
+    """Whether a member of the emitter's transport is not ours and may reach OpenMetadata
+    (`http` to OM's endpoint, kafka, ...): its events need OM 1.12's copy of column lineage."""
+    from dbt_oml.transports.base import kinds_in
+
+    transport = getattr(emitter, "transport", None)
+    return transport is not None and bool(kinds_in(transport) - _NO_COPY)
 
 
 def check_transport(settings: Settings) -> None:
@@ -114,9 +136,8 @@ _NOT_OPENMETADATA = frozenset({"file", "console"})
 
 def reaches_openmetadata(emitter: Emitter | None) -> bool:
     """Whether this emitter's events may reach OpenMetadata: yes, unless its transport only
-    writes files or the console. Then events carry columnLineage in `outputFacets` too (OM 1.12
-    reads it only there), and the run-level column-lineage guard applies (OM would replace the
-    column lineage it holds with none); for a file or the console neither does."""
+    writes files or the console. Then the run-level column-lineage guard applies (OM would
+    replace the column lineage it holds with none); for a file or the console it does not."""
     from dbt_oml.transports.base import kinds_in
 
     kinds = kinds_in(getattr(emitter, "transport", None))

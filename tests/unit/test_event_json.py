@@ -20,13 +20,14 @@ from dbt_oml.events import serialize as event_json
 from dbt_oml.events.builder import build_events
 from dbt_oml.events.invocation import EventSettings, Invocation
 from dbt_oml.lineage.batch import analyse_models
-from dbt_oml.pipeline.sending import reaches_openmetadata
+from dbt_oml.om.prepare import column_lineage_where_om_reads_it
+from dbt_oml.pipeline.sending import foreign_may_reach_om, reaches_openmetadata
 from dbt_oml.transports import build_transport_factory
 from dbt_oml.transports.file import FileTransport
 from tests.unit.test_events import NS, STARTED
 
 
-def _events(target: Path, *, copy: bool = True) -> list[RunEvent]:
+def _events(target: Path) -> list[RunEvent]:
     arts = read_artifacts(target)
     models = {u for u, n in arts.manifest.nodes.items() if n.resource_type == "model"}
     lineage = analyse_models(arts, wanted=models, dialect="duckdb").models
@@ -39,7 +40,6 @@ def _events(target: Path, *, copy: bool = True) -> list[RunEvent]:
         settings=EventSettings(
             producer="https://example.com/p",
             adapter_version="0",
-            column_lineage_in_output_facets=copy,
         ),
         lineage=lineage,
         error="1 node(s) failed",
@@ -62,7 +62,7 @@ class Odd:
 
 
 def test_events_serialise_as_serde_does_byte_for_byte(mini_target: Path) -> None:
-    events = _events(mini_target)
+    events = [column_lineage_where_om_reads_it(e) for e in _events(mini_target)]  # shared facets
     assert any("columnLineage" in (o.outputFacets or {}) for e in events for o in e.outputs or ())
     for event in events:
         assert event_json.to_dict(event) == Serde.to_dict(event)
@@ -123,26 +123,44 @@ def test_the_factory_gives_the_fast_file_transport(tmp_path: Path) -> None:
         factory=build_transport_factory(),
     )
     assert reaches_openmetadata(http)
-    assert reaches_openmetadata(None)  # --dry-run shows what OpenMetadata would get
+    assert reaches_openmetadata(None)  # --dry-run: the guard holds as if OpenMetadata read it
 
 
-def test_column_lineage_copy_only_where_openmetadata_may_read_it(mini_target: Path) -> None:
-    with_copy = [o for e in _events(mini_target) for o in e.outputs or ()]
-    without = [o for e in _events(mini_target, copy=False) for o in e.outputs or ()]
-    lineage = [o for o in with_copy if "columnLineage" in (o.facets or {})]
+def test_events_are_plain_openlineage_without_openmetadatas_copy(mini_target: Path) -> None:
+    outputs = [o for e in _events(mini_target) for o in e.outputs or ()]
+    assert [o for o in outputs if "columnLineage" in (o.facets or {})]
+    assert not [o for o in outputs if "columnLineage" in (o.outputFacets or {})]
+
+
+def test_openmetadatas_copy_is_the_same_facet_and_only_for_a_foreign_transport(
+    mini_target: Path, tmp_path: Path
+) -> None:
+    plain = [o for e in _events(mini_target) for o in e.outputs or ()]
+    copied = [o for e in _events(mini_target) for o in column_lineage_where_om_reads_it(e).outputs]
+    lineage = [o for o in copied if "columnLineage" in (o.facets or {})]
     assert lineage
     assert all(o.outputFacets["columnLineage"] is o.facets["columnLineage"] for o in lineage)  # type: ignore[index]
-    assert [o.facets for o in without] == [o.facets for o in with_copy]
-    assert not [o for o in without if "columnLineage" in (o.outputFacets or {})]
+    assert [o.facets for o in plain] == [o.facets for o in copied]
+
+    def client(transport: dict[str, object]) -> OpenLineageClient:
+        return OpenLineageClient(config={"transport": transport}, factory=build_transport_factory())
+
+    http = {"type": "http", "url": "http://127.0.0.1:9"}
+    assert foreign_may_reach_om(client(http))
+    assert foreign_may_reach_om(
+        client({"type": "composite", "transports": [http, {"type": "console"}]})
+    )
+    assert not foreign_may_reach_om(client({"type": "console"}))
+    assert not foreign_may_reach_om(
+        client({"type": "file", "log_file_path": str(tmp_path / "e"), "append": True})
+    )
+    assert not foreign_may_reach_om(None)
 
 
-def test_replayed_file_events_get_the_copy_back(mini_target: Path) -> None:
-    for event in _events(mini_target, copy=False):
+def test_a_replayed_event_is_rebuilt_as_it_was_kept(mini_target: Path) -> None:
+    for event in _events(mini_target):
         doc = to_dict(event)
-        again = to_dict(from_dict(json.loads(json.dumps(doc))))
-        for out in again.get("outputs", []):
-            if "columnLineage" in out["facets"]:
-                assert out["outputFacets"]["columnLineage"] == out["facets"]["columnLineage"]
+        assert to_dict(from_dict(json.loads(json.dumps(doc)))) == doc
 
 
 @pytest.mark.parametrize("held", [False, True])

@@ -27,7 +27,7 @@ from tenacity import RetryCallState
 from dbt_oml.delivery.outbox import Keeper
 from dbt_oml.errors import ConfigError
 from dbt_oml.events import serialize as event_json
-from dbt_oml.om.retry import exponential, within
+from dbt_oml.retry import exponential, within
 from dbt_oml.transports.jetstream.config import JetStreamConfig
 from dbt_oml.transports.jetstream.connection import (
     NatsUnavailableError,  # re-exported (__all__): dbt_oml.cli catches it
