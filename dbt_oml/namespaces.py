@@ -360,7 +360,9 @@ def override_error(
     names = [*catalogs, *(r.database for r in relations)]
     try:
         check_overrides(
-            settings.namespaces, names, source=settings.sources.get("namespaces", "namespaces")
+            settings.namespace.namespaces,
+            names,
+            source=settings.sources.get("namespaces", "namespaces"),
         )
     except ConfigError as e:
         return e

@@ -97,15 +97,15 @@ def _run(dbt_args: tuple[str, ...], **_: object) -> int:
     from dbt_oml.pipeline.report import Report
 
     report = state.report = Report()
-    state.fail_on_emit_error = settings.fail_on_emit_error
-    args = dbt_args_of(ctx.info_name or "", dbt_args, usage_stats=settings.dbt_usage_stats)
+    state.fail_on_emit_error = settings.emit.fail_on_emit_error
+    args = dbt_args_of(ctx.info_name or "", dbt_args, usage_stats=settings.dbt.dbt_usage_stats)
     if ctx.info_name not in EVENT_COMMANDS:
         report = state.report = pipeline.plain(args)
         if report.dbt_return_code == ExitCode.DBT_ERROR and report.dbt_error:
             say(f"dbt: {report.dbt_error}")  # in-process dbt does not print these
         return int(report.dbt_return_code or 0)
     try:
-        stream = sys.stderr if settings.dry_run else sys.stdout
+        stream = sys.stderr if settings.emit.dry_run else sys.stdout
         with contextlib.redirect_stdout(stream):
             report = pipeline.build(
                 settings,
@@ -125,15 +125,15 @@ def _run(dbt_args: tuple[str, ...], **_: object) -> int:
 
 
 def _outcome(report: Any, settings: Any) -> int:
-    if report.dbt_return_code is not None and (report.events_built or settings.dry_run):
-        print_summary(report, dry_run=settings.dry_run)
+    if report.dbt_return_code is not None and (report.events_built or settings.emit.dry_run):
+        print_summary(report, dry_run=settings.emit.dry_run)
     elif report.dbt_return_code == ExitCode.DBT_ERROR and report.dbt_error:
         say(f"dbt: {report.dbt_error}")  # in-process dbt does not print these
     for problem in report.problems:
         logger.warning("%s", problem)
     rc = report.dbt_return_code if report.dbt_return_code is not None else ExitCode.DBT_ERROR
-    if rc == 0 and report.refused and not settings.dry_run:
+    if rc == 0 and report.refused and not settings.emit.dry_run:
         return ExitCode.DELIVERY_FAILED
-    if rc == 0 and settings.fail_on_emit_error and report.delivery.failed:
+    if rc == 0 and settings.emit.fail_on_emit_error and report.delivery.failed:
         return ExitCode.DELIVERY_FAILED
     return int(rc)

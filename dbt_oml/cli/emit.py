@@ -54,10 +54,10 @@ def _target_path(opts: dict[str, Any]) -> Path:
 
 
 def _finish(report: Report, settings: Settings) -> int:
-    print_summary(report, dry_run=settings.dry_run)
+    print_summary(report, dry_run=settings.emit.dry_run)
     for problem in report.problems:
         logger.warning("%s", problem)
-    failed = report.delivery.failed or (report.refused and not settings.dry_run)
+    failed = report.delivery.failed or (report.refused and not settings.emit.dry_run)
     return ExitCode.DELIVERY_FAILED if failed else ExitCode.SUCCESS
 
 
@@ -85,7 +85,7 @@ def emit(ctx: click.Context, **opts: Any) -> int:
     settings = load(ctx)
     cwd = Path.cwd()
     # dbt's own log lines (adapter imports) must not mix into --dry-run's JSON
-    with contextlib.redirect_stdout(sys.stderr if settings.dry_run else sys.stdout):
+    with contextlib.redirect_stdout(sys.stderr if settings.emit.dry_run else sys.stdout):
         options = project_options(_project(opts), cwd)
         report = offline.emit(
             settings,

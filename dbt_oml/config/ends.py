@@ -45,10 +45,14 @@ def find_transport(config: Mapping[str, Any] | None, kind: str) -> Mapping[str, 
 
 def _producer_transport(settings: Settings) -> Sourced | None:
     """The transport `dbt-oml build` sends with (dbt-oml's config wins over openlineage's)."""
-    if settings.transport is not None:
+    if settings.transport.config is not None:
         where = f"{settings.config_file} transport:" if settings.config_file else "OM_* variables"
-        return Sourced(config=settings.transport, source=where)
-    return settings.openlineage.transport() if settings.openlineage_configured else None
+        return Sourced(config=settings.transport.config, source=where)
+    return (
+        settings.transport.openlineage.transport()
+        if settings.transport.openlineage_configured
+        else None
+    )
 
 
 def _relay_source(settings: Settings) -> str:
@@ -92,8 +96,8 @@ def _relay_target(settings: Settings, producer: Sourced | None) -> Sourced:
     if "openmetadata" in settings.relay:
         where = f"{_relay_source(settings)} openmetadata"
         return Sourced(config=settings.relay["openmetadata"], source=where)
-    if settings.om_transport is not None:
-        return Sourced(config=settings.om_transport, source="OM_* variables")
+    if settings.transport.om is not None:
+        return Sourced(config=settings.transport.om, source="OM_* variables")
     om = find_transport(producer.config if producer else None, "openmetadata")
     if producer is not None and om is not None:
         return Sourced(config=om, source=producer.source)
@@ -120,7 +124,7 @@ def plan_settings(settings: Settings) -> Settings:
     if found is None:
         return settings
     om = dict(found)
-    for key, value in (settings.om_transport or {}).items():
+    for key, value in (settings.transport.om or {}).items():
         if key != "type" and om.get(key) in (None, ""):
             om[key] = value
-    return replace(settings, transport=om)
+    return replace(settings, transport=replace(settings.transport, config=om))

@@ -21,7 +21,7 @@ from dbt_oml.config.files import read_file
 from dbt_oml.config.openlineage import read_openlineage
 from dbt_oml.config.outbox_url import parse_outbox
 from dbt_oml.config.relay_section import parse_relay, relay_from_environ, relay_from_flags
-from dbt_oml.config.settings import DEFAULT_CONFIG_FILE, Settings
+from dbt_oml.config.settings import DEFAULT_CONFIG_FILE, Settings, sectioned
 from dbt_oml.config.values import (
     Parser,
     env_name,
@@ -161,12 +161,14 @@ def load_settings(
         sources["transport"] = "OM_HOST"
     if isinstance(values.get("outbox_dir"), str):  # a durable outbox's URL; events spool locally
         values["outbox_url"] = values.pop("outbox_dir")
+    secrets = secret_values(environ, values.get("transport"), values.get("relay"), om)
     return Settings(
-        **values,
+        **sectioned(
+            values,
+            transport={"om": om, "openlineage": openlineage},
+            emit={"orchestrator": orchestrator(environ)},
+        ),
         sources=sources,
-        openlineage=openlineage,
         config_file=config_path,
-        om_transport=om,
-        orchestrator=orchestrator(environ),
-        secrets=secret_values(environ, values.get("transport"), values.get("relay"), om),
+        secrets=secrets,
     )

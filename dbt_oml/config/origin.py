@@ -73,21 +73,21 @@ def events_destination(settings: Settings, environ: Mapping[str, str], *, cwd: P
     Raises:
         ConfigError: openlineage.yml is not valid YAML (creating the client would say the same).
     """
-    if settings.transport is not None:
+    if settings.transport.config is not None:
         source = settings.sources.get("transport") or str(settings.config_file or "dbt-oml.yml")
-        text = _from(settings.transport, settings.om_transport, _shown(source, cwd))
+        text = _from(settings.transport.config, settings.transport.om, _shown(source, cwd))
     elif environ.get("OPENLINEAGE_DISABLED", "").strip().lower() == "true":
         text = "nowhere (OPENLINEAGE_DISABLED=true)"
-    elif settings.openlineage_configured:
-        found = settings.openlineage.transport()
+    elif settings.transport.openlineage_configured:
+        found = settings.transport.openlineage.transport()
         if found is not None:
             source = _shown(found.source.removesuffix(" transport:"), cwd)
-            text = _from(found.config, settings.om_transport, source)
+            text = _from(found.config, settings.transport.om, source)
         elif environ.get("OPENLINEAGE_URL"):
             text = redact(f"http {environ['OPENLINEAGE_URL']} (from OPENLINEAGE_URL)")
         else:
             text = "console (openlineage-python's default: its configuration names no transport)"
     else:
-        events = settings.events_file or _DEFAULT_FILE
+        events = settings.transport.events_file or _DEFAULT_FILE
         text = f"file {events} (the default: no transport is configured)"
-    return f"stdout (--dry-run; configured: {text})" if settings.dry_run else text
+    return f"stdout (--dry-run; configured: {text})" if settings.emit.dry_run else text

@@ -106,7 +106,7 @@ def catalog_lookup(emitter: object, builder: EventBuilder) -> ColumnLookup | Non
 
 def catalog_phase(settings: Settings, ctx: DbtContext) -> str | None:
     """What reading this run's artifacts will wait for, when it waits (docs generate)."""
-    if settings.docs_generate and ctx.command in CATALOG_COMMANDS:
+    if settings.dbt.docs_generate and ctx.command in CATALOG_COMMANDS:
         return "catalog.json (dbt docs generate)"
     return None
 
@@ -123,7 +123,7 @@ def artifacts_with_catalog(
     A catalog.json written before this invocation started (docs generate off or failed) is
     not this run's: the declared columns are used instead. An unreadable one is a warning.
     """
-    if settings.docs_generate and ctx.command in CATALOG_COMMANDS:
+    if settings.dbt.docs_generate and ctx.command in CATALOG_COMMANDS:
         docs = docs_generate(ctx)
         if docs.return_code != 0:
             report.problems.append(

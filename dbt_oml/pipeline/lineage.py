@@ -125,7 +125,7 @@ def column_lineage_for(
     analyses used, so pruning keeps their entries (any other mapping: nothing is pruned when
     every model is known, as nothing of this cache was looked up).
     """
-    if not settings.column_lineage or artifacts.run_results is None:
+    if not settings.lineage.column_lineage or artifacts.run_results is None:
         return {}
     nodes = artifacts.manifest.nodes
     wanted = {
@@ -173,7 +173,7 @@ def _checked(
 ) -> dict[str, ModelLineage]:
     """Record the count; the run-level guard when none of the models has column lineage."""
     report.lineage_models = len(models)
-    if guard and not models and not settings.allow_empty_column_lineage:
+    if guard and not models and not settings.lineage.allow_empty_column_lineage:
         report.refused = (
             f"none of the {len(wanted)} models that ran has column lineage; sending would make "
             "OpenMetadata replace the column lineage it holds with none. Fix the cause above "

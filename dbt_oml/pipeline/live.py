@@ -128,7 +128,7 @@ class LiveEmitter:
         """
         if context.command not in BUILD_COMMANDS:
             return
-        if self.settings.docs_generate and context.command in CATALOG_COMMANDS:
+        if self.settings.dbt.docs_generate and context.command in CATALOG_COMMANDS:
             return  # catalog.json comes from `dbt docs generate`
         manifest = read_manifest(context.target_path / "manifest.json")
         self.live_catalog = live_catalog(manifest, now=datetime.now(timezone.utc))
@@ -219,7 +219,7 @@ def build(
             error=error,
             progress=progress,
         )
-        if settings.explorer and artifacts is not None and not settings.dry_run:
+        if settings.lineage.explorer and artifacts is not None and not settings.emit.dry_run:
             phase(progress, "the lineage explorer page")
             _write_explorer(settings, ctx, artifacts, report)
     finally:
@@ -247,7 +247,7 @@ def _write_explorer(
     """`--explorer`: the lineage page next to the events (the analyses come from the cache)."""
     from dbt_oml.pipeline.offline import build_explorer
 
-    events = settings.events_file or ctx.target_path / "openlineage" / "events.jsonl"
+    events = settings.transport.events_file or ctx.target_path / "openlineage" / "events.jsonl"
     try:
         report.explorer = build_explorer(
             artifacts,
@@ -315,7 +315,7 @@ def finish(
         finally:
             report.delivery = delivery.close()
     keep_durably(live.settings, ctx.target_path, report)
-    if live.settings.dry_run:
+    if live.settings.emit.dry_run:
         add_bootstrap_plan(plan_settings(live.settings), report)
 
 

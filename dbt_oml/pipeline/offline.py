@@ -153,7 +153,7 @@ def _emit(
         delivery.send(event)
     report.delivery = delivery.close()
     keep_durably(settings, project.target_path, report)
-    if settings.dry_run:
+    if settings.emit.dry_run:
         add_bootstrap_plan(plan_settings(settings), report)
     return report
 
@@ -218,7 +218,7 @@ def replay(
         synced = remote.settle(outbox_folder(settings, target_path), staged)
         report.delivery.notes += synced.notes
         report.problems += synced.problems
-    if settings.dry_run:
+    if settings.emit.dry_run:
         add_bootstrap_plan(plan_settings(settings), report)
     return report
 
@@ -291,8 +291,8 @@ def build_explorer(
 
     resolution = resolve_namespaces(
         catalogs,
-        overrides=settings.namespaces,
-        duckdb_default=settings.duckdb_namespace,
+        overrides=settings.namespace.namespaces,
+        duckdb_default=settings.namespace.duckdb_namespace,
         cwd=str(project_dir),
     )
     view = view_of(

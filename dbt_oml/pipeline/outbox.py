@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def outbox_folder(settings: Settings, target_path: Path) -> Path:
     """The local outbox: `outbox_dir`, or <target>/dbt_oml/outbox (also under a durable one)."""
-    return settings.outbox_dir or target_path / STATE_DIR / "outbox"
+    return settings.transport.outbox_dir or target_path / STATE_DIR / "outbox"
 
 
 def outbox_path(settings: Settings, target_path: Path, invocation_id: str) -> Path:
@@ -31,11 +31,11 @@ def remote_outbox(settings: Settings) -> RemoteOutbox | None:
     Raises:
         ConfigError: the store's package cannot be imported.
     """
-    if settings.outbox_url is None or settings.dry_run:
+    if settings.transport.outbox_url is None or settings.emit.dry_run:
         return None
     from dbt_oml.delivery.remote import RemoteOutbox
 
-    return RemoteOutbox.open(settings.outbox_url)
+    return RemoteOutbox.open(settings.transport.outbox_url)
 
 
 def keep_durably(settings: Settings, target_path: Path, report: Report) -> None:

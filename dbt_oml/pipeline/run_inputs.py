@@ -21,8 +21,8 @@ def namespaces_for(
 ) -> Namespaces:
     resolution = resolve_namespaces(
         catalogs,
-        overrides=settings.namespaces,
-        duckdb_default=settings.duckdb_namespace,
+        overrides=settings.namespace.namespaces,
+        duckdb_default=settings.namespace.duckdb_namespace,
         cwd=str(cwd),
     )
     for problem in resolution.problems:
@@ -36,12 +36,12 @@ def event_settings(settings: Settings, cwd: Path, project_root: Path) -> EventSe
         project_root=str(project_root),
         producer=PRODUCER,
         adapter_version=__version__,
-        job_namespace=settings.job_namespace,
-        parent_job_name=settings.parent_job_name,
-        extended_job_name=settings.extended_job_name,
-        job_naming=settings.job_naming,
+        job_namespace=settings.emit.job_namespace,
+        parent_job_name=settings.emit.parent_job_name,
+        extended_job_name=settings.emit.extended_job_name,
+        job_naming=settings.emit.job_naming,
         cwd=str(cwd),
-        orchestrator=settings.orchestrator,
+        orchestrator=settings.emit.orchestrator,
     )
 
 

@@ -26,18 +26,18 @@ def make_emitter(settings: Settings, target_path: Path) -> tuple[Emitter | None,
     Without any OpenLineage configuration, events go to a JSON-lines file in the target
     directory (the embedded default: no servers needed).
     """
-    if settings.dry_run:
+    if settings.emit.dry_run:
         return None, "stdout (--dry-run)"
     from openlineage.client import OpenLineageClient
 
     config: dict[str, Any] | None
-    if settings.transport is not None:
-        config = {"transport": dict(settings.transport)}
-        where = f"{settings.transport.get('type')} transport (dbt-oml config)"
-    elif settings.openlineage_configured:
+    if settings.transport.config is not None:
+        config = {"transport": dict(settings.transport.config)}
+        where = f"{settings.transport.config.get('type')} transport (dbt-oml config)"
+    elif settings.transport.openlineage_configured:
         config, where = None, "openlineage-python's configured transport"
     else:
-        events_file = settings.events_file or target_path / "openlineage" / "events.jsonl"
+        events_file = settings.transport.events_file or target_path / "openlineage" / "events.jsonl"
         events_file.parent.mkdir(parents=True, exist_ok=True)
         config = {"transport": {"type": "file", "log_file_path": str(events_file), "append": True}}
         where = str(events_file)
@@ -59,9 +59,9 @@ def make_emitter(settings: Settings, target_path: Path) -> tuple[Emitter | None,
             reason=f"the transport cannot be created ({type(e).__name__}: {e})",
             hint="check openlineage.yml / OPENLINEAGE__TRANSPORT__* / the transport: setting",
         ) from e
-    if settings.openlineage_configured and settings.transport is None:
+    if settings.transport.openlineage_configured and settings.transport.config is None:
         where = f"{client.transport.kind} transport (openlineage config)"
-        if settings.om_transport and client.transport.kind not in ("openmetadata", "composite"):
+        if settings.transport.om and client.transport.kind not in ("openmetadata", "composite"):
             logger.warning(
                 "OM_HOST is set, but openlineage-python's configuration (OPENLINEAGE_URL, "
                 "openlineage.yml or OPENLINEAGE__TRANSPORT__*) chose the %s transport: "
@@ -79,9 +79,9 @@ def transport_defaults(
     leaves empty (OM_*; the outbox beside dbt-oml's other state), and what dbt-oml's own
     settings force (--allow-empty-column-lineage)."""
     outbox = {"outbox_dir": str(outbox_folder(settings, target_path))}
-    defaults = {"openmetadata": {**outbox, **(settings.om_transport or {})}, "jetstream": outbox}
+    defaults = {"openmetadata": {**outbox, **(settings.transport.om or {})}, "jetstream": outbox}
     forced = {"openmetadata": {"allow_empty_column_lineage": True}}
-    return defaults, forced if settings.allow_empty_column_lineage else {}
+    return defaults, forced if settings.lineage.allow_empty_column_lineage else {}
 
 
 def delivery_for(emitter: Emitter | None, *, outbox: Path, target: str) -> Delivery:
@@ -119,7 +119,9 @@ def check_transport(settings: Settings) -> None:
 
     Raises ConfigError. The embedded default (a file in the target directory) needs no check.
     """
-    if settings.dry_run or (settings.transport is None and not settings.openlineage_configured):
+    if settings.emit.dry_run or (
+        settings.transport.config is None and not settings.transport.openlineage_configured
+    ):
         return
     import tempfile
 
@@ -150,7 +152,7 @@ def bootstrap_plan(settings: Settings, events: list[dict[str, Any]]) -> list[str
     from dbt_oml.transports.base import Planner
     from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
 
-    transport = settings.transport
+    transport = settings.transport.config
     if not transport or kind_named(transport.get("type")) != "openmetadata":
         return None
     om = OpenMetadataTransport(OpenMetadataConfig.from_dict(dict(transport)))

@@ -162,7 +162,7 @@ class NodeEnds:
     def _analyse(
         self, builder: EventBuilder, node: Node, result: NodeResult, context: DbtContext
     ) -> None:
-        if not self.live.settings.column_lineage:
+        if not self.live.settings.lineage.column_lineage:
             return
         manifest = builder.manifest
         nodes = dict(manifest.nodes)

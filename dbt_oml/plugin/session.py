@@ -120,7 +120,7 @@ class PluginSession:
         if not success and error is None:
             error = "dbt reported failure"
         finish(live, artifacts, node_starts=self.bridge.node_starts, ended_at=at, error=error)
-        print_summary(self.report, dry_run=self.settings.dry_run)
+        print_summary(self.report, dry_run=self.settings.emit.dry_run)
         for problem in self.report.problems:
             warn(problem)
 

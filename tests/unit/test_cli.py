@@ -96,8 +96,8 @@ def test_dbt_arguments_pass_through_untouched(monkeypatch: pytest.MonkeyPatch) -
         "--threads=4",
         "--no-send-anonymous-usage-stats",
     ]
-    assert settings.dry_run is True
-    assert settings.namespaces == {"crm": "mysql://c:1"}
+    assert settings.emit.dry_run is True
+    assert settings.namespace.namespaces == {"crm": "mysql://c:1"}
 
 
 def test_options_before_the_command_and_dbts_own_usage_flag(
@@ -107,7 +107,7 @@ def test_options_before_the_command_and_dbts_own_usage_flag(
     assert main(["--job-namespace", "prod", "run", "--send-anonymous-usage-stats"]) == 0
     settings, args = calls[0]
     assert args == ["run", "--send-anonymous-usage-stats"]
-    assert settings.job_namespace == "prod"
+    assert settings.emit.job_namespace == "prod"
     assert main(["--dbt-usage-stats", "seed"]) == 0
     assert calls[1][1] == ["seed"]
 
@@ -118,11 +118,11 @@ def test_dbt_ol_flags_still_work(monkeypatch: pytest.MonkeyPatch) -> None:
     line += ["--namespace", "crm=mysql://c:1", "-s", "x"]
     assert main(line) == ExitCode.SUCCESS
     settings, args = calls[0]
-    assert settings.parent_job_name == "nightly"
-    assert settings.namespaces == {"crm": "mysql://c:1"}
+    assert settings.emit.parent_job_name == "nightly"
+    assert settings.namespace.namespaces == {"crm": "mysql://c:1"}
     assert args == ["build", "-s", "x", "--no-send-anonymous-usage-stats"]
     assert main(["build", "--parent-job-name", "mine"]) == 0
-    assert calls[1][0].parent_job_name == "mine"
+    assert calls[1][0].emit.parent_job_name == "mine"
 
 
 def test_send_events_is_emit(capsys: pytest.CaptureFixture[str]) -> None:

@@ -112,7 +112,11 @@ def test_the_commands_that_run_dbt_still_take_everything(
 
     monkeypatch.setattr(pipeline, "build", build)
     assert main(["--no-docs-generate", "build", "--explorer", "--fail-on-emit-error"]) == 0
-    assert (given[0].docs_generate, given[0].explorer, given[0].fail_on_emit_error) == (
+    assert (
+        given[0].dbt.docs_generate,
+        given[0].lineage.explorer,
+        given[0].emit.fail_on_emit_error,
+    ) == (
         False,
         True,
         True,

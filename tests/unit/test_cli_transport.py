@@ -109,7 +109,7 @@ def test_plan_settings_find_the_openmetadata_transport(
     _om_config("https://om.example", how, project, monkeypatch)
 
     settings = load_settings(cli={}, environ=os.environ, cwd=project, home=project.parent)
-    planned = plan_settings(settings).transport or {}
+    planned = plan_settings(settings).transport.config or {}
     assert planned.get("type") == "openmetadata"
     assert planned.get("url") == "https://om.example"
     assert planned.get("jwt_token") == TOKEN
@@ -122,7 +122,9 @@ def test_no_plan_when_events_do_not_go_to_openmetadata(project: Path) -> None:
         cli={}, environ={"OM_HOST": "https://om"}, cwd=project, home=project.parent
     )
     on_file = load_settings(cli={}, environ={}, cwd=project, home=project.parent)
-    assert plan_settings(settings).transport == settings.transport  # OM_HOST alone: OM
+    assert (
+        plan_settings(settings).transport.config == settings.transport.config
+    )  # OM_HOST alone: OM
     assert plan_settings(on_file) is on_file  # the events file: no OpenMetadata, no plan
 
 

@@ -30,11 +30,11 @@ def _load(
 
 def test_defaults(tmp_path: Path) -> None:
     s = _load(tmp_path)
-    assert s.docs_generate is True
-    assert s.fail_on_emit_error is False
-    assert s.job_namespace == "dbt"
-    assert s.job_naming is JobNaming.DBT_OL
-    assert s.openlineage_configured is False
+    assert s.dbt.docs_generate is True
+    assert s.emit.fail_on_emit_error is False
+    assert s.emit.job_namespace == "dbt"
+    assert s.emit.job_naming is JobNaming.DBT_OL
+    assert s.transport.openlineage_configured is False
     assert s.config_file is None
 
 
@@ -48,10 +48,10 @@ def test_precedence_file_env_cli(tmp_path: Path) -> None:
         env={"DBT_OML_JOB_NAMESPACE": "from_env", "DBT_OML_DUCKDB_NAMESPACE": "duckdb://env"},
         cli={"duckdb_namespace": "duckdb://cli"},
     )
-    assert s.job_namespace == "from_env"
-    assert s.duckdb_namespace == "duckdb://cli"
-    assert s.docs_generate is False
-    assert s.namespaces == {"crm": "mysql://file:3306"}
+    assert s.emit.job_namespace == "from_env"
+    assert s.namespace.duckdb_namespace == "duckdb://cli"
+    assert s.dbt.docs_generate is False
+    assert s.namespace.namespaces == {"crm": "mysql://file:3306"}
     assert s.config_file == tmp_path / "dbt-oml.yml"
 
 
@@ -59,9 +59,9 @@ def test_openlineage_compat_variables(tmp_path: Path) -> None:
     s = _load(
         tmp_path, env={"OPENLINEAGE_NAMESPACE": "prod", "OPENLINEAGE_DBT_JOB_NAME": "nightly"}
     )
-    assert (s.job_namespace, s.parent_job_name) == ("prod", "nightly")
+    assert (s.emit.job_namespace, s.emit.parent_job_name) == ("prod", "nightly")
     s = _load(tmp_path, env={"OPENLINEAGE_NAMESPACE": "prod", "DBT_OML_JOB_NAMESPACE": "mine"})
-    assert s.job_namespace == "mine"
+    assert s.emit.job_namespace == "mine"
 
 
 @pytest.mark.parametrize(
@@ -74,20 +74,25 @@ def test_openlineage_compat_variables(tmp_path: Path) -> None:
     ],
 )
 def test_detects_openlineage_configuration(tmp_path: Path, env: dict[str, str]) -> None:
-    assert _load(tmp_path, env=env).openlineage_configured is True
+    assert _load(tmp_path, env=env).transport.openlineage_configured is True
 
 
 def test_detects_openlineage_yml(tmp_path: Path) -> None:
     (tmp_path / "openlineage.yml").write_text("transport: {type: console}\n")
-    assert _load(tmp_path).openlineage_configured is True
+    assert _load(tmp_path).transport.openlineage_configured is True
 
 
 def test_namespace_mappings(tmp_path: Path) -> None:
     env = {"DBT_OML_NAMESPACES": "crm=mysql://a:1, dw=postgres://b:2"}
-    assert _load(tmp_path, env=env).namespaces == {"crm": "mysql://a:1", "dw": "postgres://b:2"}
+    assert _load(tmp_path, env=env).namespace.namespaces == {
+        "crm": "mysql://a:1",
+        "dw": "postgres://b:2",
+    }
     env = {"DBT_OML_NAMESPACES": '{"crm": "mysql://a:1"}'}
-    assert _load(tmp_path, env=env).namespaces == {"crm": "mysql://a:1"}
-    assert _load(tmp_path, cli={"namespaces": ("x=s3://b",)}).namespaces == {"x": "s3://b"}
+    assert _load(tmp_path, env=env).namespace.namespaces == {"crm": "mysql://a:1"}
+    assert _load(tmp_path, cli={"namespaces": ("x=s3://b",)}).namespace.namespaces == {
+        "x": "s3://b"
+    }
 
 
 @pytest.mark.parametrize(
@@ -159,7 +164,7 @@ def test_dbt_ols_names_are_aliases() -> None:
 def test_truthy_is_the_one_set_of_true_words(tmp_path: Path) -> None:
     for word in TRUTHY:
         assert truthy(word.upper())
-        assert _load(tmp_path, env={"DBT_OML_DRY_RUN": word}).dry_run is True
+        assert _load(tmp_path, env={"DBT_OML_DRY_RUN": word}).emit.dry_run is True
     assert not truthy("off")
 
 
@@ -203,7 +208,7 @@ class TestRelaySection:
 
 def test_the_seed_scripts_om_variables_select_the_openmetadata_transport(tmp_path: Path) -> None:
     env = {"OM_HOST": "https://om:8585", "OM_JWT_TOKEN_FILE": "/var/run/secrets/om/token"}
-    transport = _load(tmp_path, env=env).transport
+    transport = _load(tmp_path, env=env).transport.config
     assert transport == {
         "type": "openmetadata",
         "url": "https://om:8585",
@@ -211,7 +216,10 @@ def test_the_seed_scripts_om_variables_select_the_openmetadata_transport(tmp_pat
     }
     assert "OM_HOST" not in repr(_load(tmp_path, env=env))
     # an explicit OpenLineage configuration wins over OM_*
-    assert _load(tmp_path, env={**env, "OPENLINEAGE_URL": "http://marquez:5000"}).transport is None
+    assert (
+        _load(tmp_path, env={**env, "OPENLINEAGE_URL": "http://marquez:5000"}).transport.config
+        is None
+    )
 
 
 def test_orchestrator_from_parent_ids(tmp_path: Path) -> None:
@@ -219,7 +227,7 @@ def test_orchestrator_from_parent_ids(tmp_path: Path) -> None:
         "OPENLINEAGE_PARENT_ID": "airflow/etl.dbt_task/01a2-aaaa",
         "OPENLINEAGE_ROOT_PARENT_ID": "airflow/etl/01a2-root",
     }
-    orchestrator = _load(tmp_path, env=env).orchestrator
+    orchestrator = _load(tmp_path, env=env).emit.orchestrator
     assert (
         orchestrator.parent.namespace,
         orchestrator.parent.name,
@@ -228,7 +236,7 @@ def test_orchestrator_from_parent_ids(tmp_path: Path) -> None:
     assert (orchestrator.root.name, orchestrator.root.run_id) == ("etl", "01a2-root")
     only_parent = _load(
         tmp_path, env={"OPENLINEAGE_PARENT_ID": "airflow/etl.dbt_task/01a2-aaaa"}
-    ).orchestrator
+    ).emit.orchestrator
     assert only_parent.root == only_parent.parent
 
 
@@ -241,7 +249,7 @@ def test_orchestrator_context_wins(tmp_path: Path) -> None:
         }
     }
     env = {"OPENLINEAGE_CONTEXT": json.dumps(context), "OPENLINEAGE_PARENT_ID": "x/y/z"}
-    orchestrator = _load(tmp_path, env=env).orchestrator
+    orchestrator = _load(tmp_path, env=env).emit.orchestrator
     assert (orchestrator.parent.run_id, orchestrator.root.name) == ("p-run", "dag")
 
 
@@ -275,16 +283,18 @@ def test_a_duckdb_namespace_typo_is_refused_with_what_is_valid(
         _load(tmp_path, cli={"duckdb_namespace": template})
     assert says in str(refused.value)
     assert "{alias}, {stem}" in str(refused.value) or "duckdb://pod/{alias}" in str(refused.value)
-    assert _load(tmp_path, cli={"duckdb_namespace": "duckdb://pod/{alias}-{stem}"}).duckdb_namespace
+    assert _load(
+        tmp_path, cli={"duckdb_namespace": "duckdb://pod/{alias}-{stem}"}
+    ).namespace.duckdb_namespace
 
 
 def test_dbt_ols_extended_job_name_variable(tmp_path: Path) -> None:
     """OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME is honoured (it was silently ignored); a value
     other than true/1/false/0 is refused, as dbt-ol refuses it."""
     on = _load(tmp_path, env={"OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME": "true"})
-    assert on.extended_job_name is True
+    assert on.emit.extended_job_name is True
     assert (
-        _load(tmp_path, env={"OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME": "0"}).extended_job_name
+        _load(tmp_path, env={"OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME": "0"}).emit.extended_job_name
         is False
     )
     with pytest.raises(ConfigError) as refused:

@@ -9,6 +9,7 @@ from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import RunEvent
 
 from dbt_oml.artifacts import read_artifacts
+from dbt_oml.config.settings import changed
 from dbt_oml.delivery.emitter import (
     MAX_CONSECUTIVE_FAILURES,
     Delivery,
@@ -253,7 +254,7 @@ def test_a_directory_named_like_an_outbox_file_is_left_alone(tmp_path: Path) -> 
     (tmp_path / "odd.jsonl").mkdir()
     (tmp_path / "kept.jsonl").write_text("{}\n")
     (tmp_path / "gone.rejected.jsonl").write_text("{}\n")
-    _, files = outbox_files(Settings(outbox_dir=tmp_path), tmp_path)
+    _, files = outbox_files(changed(Settings(), outbox_dir=tmp_path), tmp_path)
     assert files == [tmp_path / "kept.jsonl"]
 
 

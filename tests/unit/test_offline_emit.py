@@ -4,7 +4,6 @@ a missing or corrupt artifact is one clear ArtifactError. No dbt run (dbt's load
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 import stat
@@ -14,6 +13,7 @@ from typing import Any
 import pytest
 
 from dbt_oml.config import Settings, load_settings
+from dbt_oml.config.settings import changed
 from dbt_oml.dbt.project import ProjectOptions
 from dbt_oml.delivery.emitter import read_outbox
 from dbt_oml.errors import ArtifactError
@@ -37,7 +37,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _settings(cwd: Path, **changes: Any) -> Settings:
     base = load_settings(cli={}, environ={}, cwd=cwd, home=cwd)
-    return dataclasses.replace(base, **changes)
+    return changed(base, **changes)
 
 
 def _emit(project: Path, **changes: Any) -> offline.Report:

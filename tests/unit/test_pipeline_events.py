@@ -16,6 +16,7 @@ import pytest
 
 from dbt_oml.artifacts import read_artifacts
 from dbt_oml.config import Settings, load_settings
+from dbt_oml.config.settings import changed
 from dbt_oml.dbt.runner import DbtContext, NodeStarted
 from dbt_oml.delivery.emitter import read_outbox
 from dbt_oml.namespaces import CatalogSpec
@@ -66,7 +67,7 @@ def _context(project: Path, **changes: Any) -> DbtContext:
 
 
 def _settings(cwd: Path, **changes: Any) -> Settings:
-    return dataclasses.replace(load_settings(cli={}, environ={}, cwd=cwd, home=cwd), **changes)
+    return changed(load_settings(cli={}, environ={}, cwd=cwd, home=cwd), **changes)
 
 
 def _file(path: Path) -> dict[str, Any]:
@@ -84,7 +85,7 @@ def _run(
 ) -> tuple[LiveEmitter, list[int]]:
     """What `dbt-oml build` does around dbt; returns the emitter and the file sizes (in events)
     seen after each live callback."""
-    where = (settings.transport or {}).get("log_file_path")
+    where = (settings.transport.config or {}).get("log_file_path")
     events_file = Path(str(where)) if where and not Path(str(where)).is_dir() else None
     seen: list[int] = []
     live = LiveEmitter(settings, cwd=project.parent, report=Report())

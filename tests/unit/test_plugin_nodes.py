@@ -3,7 +3,6 @@ node's end goes when the backend is slow."""
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import uuid
 from datetime import datetime, timezone
@@ -17,6 +16,7 @@ from openlineage.client.event_v2 import Job, Run, RunEvent, RunState
 
 from dbt_oml.artifacts import NodeResult
 from dbt_oml.config import load_settings
+from dbt_oml.config.settings import changed
 from dbt_oml.dbt.runner import Bridge, DbtContext
 from dbt_oml.delivery.emitter import Delivery, read_outbox
 from dbt_oml.pipeline.live import LiveEmitter
@@ -133,9 +133,7 @@ def test_with_the_queue_full_a_nodes_end_goes_to_the_outbox_without_waiting(
     base = load_settings(cli={}, environ={}, cwd=tmp_path, home=tmp_path)
     events_file = tmp_path / "events.jsonl"
     transport = {"type": "file", "log_file_path": str(events_file), "append": True}
-    live = LiveEmitter(
-        dataclasses.replace(base, transport=transport), cwd=tmp_path, report=Report()
-    )
+    live = LiveEmitter(changed(base, transport=transport), cwd=tmp_path, report=Report())
     context = _context(tmp_path)
     live.on_invocation(context)  # the invocation's START, through the file transport
     before = live.report.events_built

@@ -17,8 +17,8 @@ def test_profile_settings_sit_between_the_file_and_the_environment(tmp_path: Pat
     settings = load_settings(
         cli={}, environ={"DBT_OML_PARENT_JOB_NAME": "env_job"}, cwd=tmp_path, profile=profile
     )
-    assert settings.job_namespace == "from_profile"
-    assert settings.parent_job_name == "env_job"
+    assert settings.emit.job_namespace == "from_profile"
+    assert settings.emit.parent_job_name == "env_job"
 
 
 def test_unknown_profile_setting_is_rejected_with_its_source(tmp_path: Path) -> None:
