@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dbt_oml.cli.codes import ExitCode
+from dbt_oml.config.keys import TABLE, Key
+from dbt_oml.config.values import flag_name
 from dbt_oml.console import say, setup_logging
 from dbt_oml.errors import ArtifactError, ConfigError, DbtOmlError
 from dbt_oml.redaction import register
@@ -39,105 +41,36 @@ _BUILDING += ("parent_job_name", "extended_job_name", "column_lineage")
 _RUNS_DBT = "the commands that run dbt (build, run, seed, snapshot, test, retry, clone)"
 
 
-def _flag(decls: list[str], text: str, **kw: Any) -> click.Option:
-    return click.Option(decls, is_flag=True, default=None, help=text, **kw)
+def _option(key: Key) -> click.Option:
+    """A setting's option, as the key table describes it."""
+    flag = flag_name(key.name)
+    decls = [flag, *key.aliases, key.name]
+    if key.metavar is None:
+        if key.negatable:
+            decls = [f"{flag}/--no-{flag[2:]}", *key.aliases, key.name]
+        return click.Option(decls, is_flag=True, default=None, help=key.help)
+    return click.Option(decls, metavar=key.metavar, multiple=key.repeatable, help=key.help)
 
 
-def _emission_options() -> list[click.Option]:
+def _command_line_only() -> list[click.Option]:
+    """Options that are no setting: which config file to read, and one dbt-ol accepts."""
     return [
-        _flag(["--dry-run"], "Print the events as one JSON document on stdout; send nothing."),
-        _flag(
-            ["--column-lineage/--no-column-lineage"],
-            "Derive column lineage from the compiled SQL (default: on).",
-        ),
-        _flag(
-            ["--allow-empty-column-lineage"],
-            "Send even when no event carries column lineage (else exit 4).",
-        ),
-        _flag(["--explorer"], "After a build, write the column-lineage explorer page."),
-        _flag(
-            ["--docs-generate/--no-docs-generate"],
-            "Run `dbt docs generate` for catalog.json (default: on).",
-        ),
-        _flag(["--fail-on-emit-error"], "Exit 4 when dbt succeeded but events were not delivered."),
-    ]
-
-
-def _naming_options() -> list[click.Option]:
-    return [
-        click.Option(
-            ["--namespaces", "--namespace", "namespaces"],
-            multiple=True,
-            metavar="CATALOG=NS",
-            help="Namespace of a catalog, repeatable (alias --namespace).",
-        ),
-        click.Option(
-            ["--duckdb-namespace"],
-            metavar="NS",
-            help="Namespace of DuckDB files without an override ({alias}, {stem}).",
-        ),
-        click.Option(
-            ["--job-naming"],
-            metavar="dbt-ol|unique_id",
-            help="Node job names: dbt-ol's (default) or stable unique_ids.",
-        ),
-        click.Option(
-            ["--job-namespace"],
-            metavar="NS",
-            help='Job namespace (default: OPENLINEAGE_NAMESPACE or "dbt").',
-        ),
-        click.Option(
-            ["--parent-job-name", "--openlineage-dbt-job-name", "parent_job_name"],
-            metavar="NAME",
-            help="The invocation's job name (default dbt-run-<project>; dbt-ol's flag works).",
-        ),
-        _flag(
-            ["--extended-job-name/--no-extended-job-name"],
-            "The invocation's job as dbt-run-<project>-<profile>-<selection> (dbt-ol's "
-            "OPENLINEAGE_DBT_USE_EXTENDED_JOB_NAME).",
-        ),
-    ]
-
-
-def _place_options() -> list[click.Option]:
-    return [
-        click.Option(
-            ["--outbox-dir"],
-            metavar="DIR|URL",
-            help="Where undelivered events are kept (default <target>/dbt_oml/outbox); a URL "
-            "(s3://bucket/prefix, gs://...) keeps them there, beyond this machine's disk.",
-        ),
-        click.Option(
-            ["--events-file"],
-            metavar="FILE",
-            help="File of the default transport (default <target>/openlineage/events.jsonl).",
-        ),
-        _flag(
-            ["--dbt-usage-stats/--no-dbt-usage-stats"],
-            "Let dbt send its anonymous usage statistics (default: off).",
-        ),
         click.Option(
             ["--config"], metavar="FILE", help="dbt-oml config file (default ./dbt-oml.yml)."
         ),
         click.Option(
-            ["--oml-log-level"],
-            metavar="LEVEL",
-            help="dbt-oml's log level: DEBUG, INFO (default), WARNING or ERROR.",
-        ),
-        _flag(
-            ["--quiet", "-q"],
-            "No progress after dbt's Done. and no INFO lines (warnings, errors, the summary).",
-        ),
-        _flag(
             ["--consume-structured-logs"],
-            "Accepted for dbt-ol compatibility; ignored (events are always real-time).",
+            is_flag=True,
+            default=None,
+            help="Accepted for dbt-ol compatibility; ignored (events are always real-time).",
         ),
     ]
 
 
 def settings_options(*, only: tuple[str, ...] = ()) -> list[click.Parameter]:
-    """dbt-oml's own settings as options (new objects each call); `only` keeps those named."""
-    options = [*_emission_options(), *_naming_options(), *_place_options()]
+    """dbt-oml's own settings as options, made from the key table (new objects each call);
+    `only` keeps those named."""
+    options = [_option(k) for k in TABLE if not k.file_only] + _command_line_only()
     return [o for o in options if not only or o.name in only]
 
 

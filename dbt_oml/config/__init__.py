@@ -19,7 +19,8 @@ from dbt_oml.config.ends import (
     relay_ends,
 )
 from dbt_oml.config.environment import COMPAT_ENV, OM_ENV, orchestrator, secret_values
-from dbt_oml.config.loader import KEYS, load_settings
+from dbt_oml.config.keys import KEYS, TABLE, Key
+from dbt_oml.config.loader import load_settings
 from dbt_oml.config.openlineage import OpenLineageConfig, Sourced
 from dbt_oml.config.origin import describe_transport, events_destination
 from dbt_oml.config.relay_section import RELAY_KEYS, RELAY_SCALARS, relay_env_name
@@ -31,6 +32,8 @@ __all__ = [
     "COMPAT_ENV",
     "DEFAULT_CONFIG_FILE",
     "KEYS",
+    "TABLE",
+    "Key",
     "OM_ENV",
     "RELAY_KEYS",
     "RELAY_SCALARS",

@@ -18,50 +18,16 @@ from dbt_oml.config.environment import (
     secret_values,
 )
 from dbt_oml.config.files import read_file
+from dbt_oml.config.keys import FILE_ONLY, KEYS
 from dbt_oml.config.openlineage import read_openlineage
-from dbt_oml.config.outbox_url import parse_outbox
-from dbt_oml.config.relay_section import parse_relay, relay_from_environ, relay_from_flags
+from dbt_oml.config.relay_section import relay_from_environ, relay_from_flags
 from dbt_oml.config.settings import DEFAULT_CONFIG_FILE, Settings, sectioned
 from dbt_oml.config.values import (
-    Parser,
     env_name,
     flag_name,
-    parse_bool,
-    parse_duckdb_namespace,
-    parse_level,
-    parse_mapping,
-    parse_naming,
-    parse_path,
-    parse_str,
-    parse_transport,
 )
 from dbt_oml.errors import ConfigError
 
-#: Every setting: its parser. Env name = DBT_OML_<KEY>, flag = --<key-with-dashes>.
-KEYS: Mapping[str, Parser] = {
-    "namespaces": parse_mapping,
-    "duckdb_namespace": parse_duckdb_namespace,
-    "docs_generate": parse_bool,
-    "fail_on_emit_error": parse_bool,
-    "job_naming": parse_naming,
-    "job_namespace": parse_str,
-    "parent_job_name": parse_str,
-    "extended_job_name": parse_bool,
-    "dry_run": parse_bool,
-    "column_lineage": parse_bool,
-    "allow_empty_column_lineage": parse_bool,
-    "explorer": parse_bool,
-    "outbox_dir": parse_outbox,
-    "events_file": parse_path,
-    "dbt_usage_stats": parse_bool,
-    "transport": parse_transport,
-    "relay": parse_relay,
-    "oml_log_level": parse_level,
-    "quiet": parse_bool,
-}
-#: Settings that cannot come from one environment variable (structured values); relay's scalar
-#: keys have DBT_OML_RELAY_<KEY> variables of their own.
-FILE_ONLY = frozenset({"transport", "relay"})
 _PROFILE_SOURCE = "profiles.yml (plugins: dbt_oml.duckdb config)"
 
 
