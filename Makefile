@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test test-unit lint fmt bench bench-e2e bench-lineage bench-plugin bench-nats bench-om-faults bench-coverage bench-explorer bench-accuracy clean
+.PHONY: demo test test-unit docs lint fmt bench bench-e2e bench-lineage bench-plugin bench-nats bench-om-faults bench-coverage bench-explorer bench-accuracy clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,10 +15,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # OM's request schemas for the OM stand-in, from the pinned openmetadata-ingestion releases
-# (PyPI, no dependencies; tests/fakes/om_models.py)
+# (PyPI, no dependencies; tests/support/fakes/om_models.py)
 OM_MODELS := $(VENV)/om-models/.installed
-$(OM_MODELS): $(STAMP) tests/fakes/om_models.py
-	$(BIN)/python -m tests.fakes.om_models
+$(OM_MODELS): $(STAMP) tests/support/fakes/om_models.py
+	$(BIN)/python -m tests.support.fakes.om_models
 	touch $(OM_MODELS)
 
 # Build the bundled project with events (embedded default: DuckDB files, events to a file).
@@ -46,6 +46,10 @@ test: $(STAMP) $(OM_MODELS)
 # The fast loop: no dbt, no servers, no nats-server.
 test-unit: $(STAMP) $(OM_MODELS)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not integration and not nats"
+
+# The manual (docs/) as a site in site/; --strict fails on a broken link, anchor or nav entry.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 lint: $(STAMP)
 	$(BIN)/ruff check dbt_oml tests benchmarks

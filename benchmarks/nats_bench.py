@@ -94,7 +94,7 @@ class _Quiet(WSGIRequestHandler):
 
 @contextlib.contextmanager
 def serve_om(latency: float) -> Iterator[tuple[str, Slowed]]:
-    from tests.fakes.openmetadata import FakeOpenMetadata, Principal
+    from tests.support.fakes.openmetadata import FakeOpenMetadata, Principal
 
     om = FakeOpenMetadata(validate_schemas=False)
     om.add_token("bench-jwt", Principal("bot"))
@@ -116,7 +116,7 @@ def serve_om(latency: float) -> Iterator[tuple[str, Slowed]]:
 @contextlib.contextmanager
 def nats_servers(topology: str, store: Path) -> Iterator[list[str]]:
     """URLs of a single nats-server or of a three-node JetStream cluster (see tests)."""
-    from tests.integration.nats_server import NatsCluster, NatsServer
+    from tests.support.nats_server import NatsCluster, NatsServer
 
     if topology == "single":
         server = NatsServer(store / "single").start()

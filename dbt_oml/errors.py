@@ -14,7 +14,7 @@
                └── CredentialError     fix the secret: an unreadable token file, a refused login,
                                        a 401 with a fresh token
 
-    * after dbt ran, dbt's code stands unless --fail-on-emit-error (README: Exit codes).
+    * after dbt ran, dbt's code stands unless --fail-on-emit-error (docs/failures.md).
 
 Every error composes its own one-line message from structured attributes: what failed, where,
 and what to do next. Messages never contain secrets. A delivery error from an HTTP answer carries

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.forkserver import ForkServer
-from tests.parse_cache import SAVED, give_parse
+from tests.support.forkserver import ForkServer
+from tests.support.parse_cache import SAVED, give_parse
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "integration_project"
@@ -139,7 +139,7 @@ _MAKING = threading.RLock()
 
 
 def _fork_server() -> ForkServer | None:
-    """This process's fork server (tests/forkserver.py), or None with TESTS_FRESH_PROCESSES=1."""
+    """This process's fork server (tests/support/forkserver.py), or None with TESTS_FRESH_PROCESSES=1."""
     global _FORK_SERVER  # noqa: PLW0603 - one per xdist worker, stopped at the end
     if os.environ.get("TESTS_FRESH_PROCESSES") == "1":
         return None
@@ -197,7 +197,7 @@ def run_cli(
     timeout: float = 300,
 ) -> CliRun:
     """Run `dbt-oml` in a process of its own (dbt keeps global state per process): a child of
-    the fork server (tests/forkserver.py), or a subprocess with TESTS_FRESH_PROCESSES=1."""
+    the fork server (tests/support/forkserver.py), or a subprocess with TESTS_FRESH_PROCESSES=1."""
     return _run("dbt-oml", args, cwd, clean_env(env), timeout)
 
 
@@ -247,7 +247,7 @@ def run_plain_dbt(
 def copy_project(dest: Path, *, parsed: bool = True) -> Path:
     """A fresh copy of the bundled project at `dest`: no warehouse, artifacts, logs or outbox.
 
-    `parsed`: with dbt's saved parse of an untouched copy (tests/parse_cache.py), so its first
+    `parsed`: with dbt's saved parse of an untouched copy (tests/support/parse_cache.py), so its first
     command skips dbt's full parse (dbt still re-parses what a test changes, and parses afresh
     for other vars, profile or target). `parsed=False` is the pod's first run: no target/.
     """

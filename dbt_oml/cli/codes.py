@@ -1,4 +1,4 @@
-"""dbt-oml's exit codes (the README's table and every command's --help list them)."""
+"""dbt-oml's exit codes (README.md, docs/failures.md and every command's --help list them)."""
 
 from __future__ import annotations
 

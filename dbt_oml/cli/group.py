@@ -26,8 +26,8 @@ HELP = f"""dbt-oml {__version__}: dbt with OpenLineage events, one namespace per
 
 dbt-oml's options may stand anywhere on a dbt command's line; everything else goes to dbt
 unchanged. Every option is also a DBT_OML_<NAME> environment variable and a dbt-oml.yml key
-(README: Configuration). Plain dbt, no wrapper: DBT_OML_PLUGIN=1 dbt build emits the same events
-through dbt-oml's dbt plugin (README: Plugin mode).
+(docs/configuration.md). Plain dbt, no wrapper: DBT_OML_PLUGIN=1 dbt build emits the same events
+through dbt-oml's dbt plugin (docs/plugin.md).
 
 \b
 Exit codes:

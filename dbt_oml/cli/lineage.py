@@ -30,8 +30,8 @@ LINEAGE_HELP = f"""Column lineage from existing artifacts (run dbt or dbt-oml fi
 MODEL is a model, snapshot, seed or source (name, `source.table` or unique_id); COLUMN one of
 its columns (default: every column). Upstream (the default) follows each column to the sources,
 seeds' CSV files and files it comes from; --downstream to every column and model that reads it.
-Without MODEL, --json and --html cover the whole project. The JSON document's shape is in the
-README (Column lineage).
+Without MODEL, --json and --html cover the whole project. The JSON document's shape is in
+docs/column-lineage.md.
 
 {PROJECT_HELP}
 

@@ -1,4 +1,4 @@
-"""`dbt-oml relay`: drain the JetStream stream into OpenMetadata (see README, NATS JetStream)."""
+"""`dbt-oml relay`: drain the JetStream stream into OpenMetadata (docs/nats.md)."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from openlineage.client.facet_v2 import tags_run
 
 from dbt_oml.delivery.outbox import append_events, read_lines
 from dbt_oml.errors import ArtifactError
-from dbt_oml.events import serialize as event_json
+from dbt_oml.events import serialize
 from dbt_oml.redaction import redact
 
 logger = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class TransportSummary:
 
 
 def to_dict(event: RunEvent) -> dict[str, Any]:
-    return event_json.to_dict(event)  # what Serde.to_dict gives, in one pass
+    return serialize.to_dict(event)  # what Serde.to_dict gives, in one pass
 
 
 def _run_facets(raw: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """What the event core is given besides the artifacts: invocation, settings, time format.
 
-Pure data types, shared by the event builders (events, dq_events) and the code that fills them
+Pure data types, shared by the event builders (node_events, quality) and the code that fills them
 from dbt and the configuration.
 """
 

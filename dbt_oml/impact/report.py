@@ -1,4 +1,4 @@
-"""`dbt-oml impact` output: text for people, JSON (version 1, documented in the README) and
+"""`dbt-oml impact` output: text for people, JSON (version 1, docs/column-lineage.md) and
 GitHub-flavoured Markdown for a pull-request comment.
 
 Pure: an impact report and the column graph (for names) in, strings or plain data out.
@@ -121,7 +121,7 @@ def _tx(reader: Reader) -> list[dict[str, Any]]:
 
 
 def as_json(report: Report, graph: ColumnGraph) -> dict[str, Any]:
-    """The report as one JSON document (shape documented in the README, kept stable)."""
+    """The report as one JSON document (shape in docs/column-lineage.md, kept stable)."""
     comparison = report.comparison
     return {
         "version": REPORT_VERSION,

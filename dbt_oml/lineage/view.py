@@ -2,7 +2,7 @@
 to every reader, and the project's column graph as one JSON document (the explorer's data too).
 
 Pure: takes the column graph (lineage.graph), returns plain data or text lines. The JSON shape
-(`document`, version 1) is documented in the README ("Column lineage") and kept stable:
+(`document`, version 1) is documented in docs/column-lineage.md and kept stable:
 new keys may be added, none renamed or removed.
 """
 

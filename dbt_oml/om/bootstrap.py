@@ -78,7 +78,7 @@ class Bootstrap:
         self._reported: set[str] = set()
         #: (namespace, name) -> table of the datasets ensured (their `hierarchy` facet read)
         self._refs: dict[tuple[str, str], TableRef] = {}
-        #: what a table listing asks for (om.dbt_metadata adds owners and the data model)
+        #: what a table listing asks for (om.metadata.writer adds owners and the data model)
         self.table_fields = "columns,tags"
 
     # -- listing (cached) --------------------------------------------------------------------

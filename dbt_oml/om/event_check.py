@@ -1,8 +1,8 @@
 """Is this a RunEvent OpenMetadata can read? One reason per malformed event, never an exception.
 
 Pure. OM's batch endpoint answers 400 for the whole batch when one event lacks a required field
-or has an unparseable value (ref/openmetadata-api.md §1.2-1.4), so anything that is not a valid
-RunEvent is refused here, per event, before a batch is posted.
+or has an unparseable value (docs/reference/openmetadata-api.md §1.2-1.4), so anything that is
+not a valid RunEvent is refused here, per event, before a batch is posted.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The copy of an event that OpenMetadata gets: what OM can read, nothing it would choke on.
 
 Pure. The event itself is never changed (the outbox and other transports keep the original);
-the copy differs in what OM's 1.12/2.0 endpoints need (ref/openmetadata-api.md §1.4, §2.2, §2.5):
+the copy differs in what OM's 1.12/2.0 endpoints need (docs/reference/openmetadata-api.md §1.4,
+§2.2, §2.5):
 
 - `eventTime` in UTC with a literal `Z` and milliseconds;
 - every schema field has a `type` (OM refuses the whole batch otherwise: 400

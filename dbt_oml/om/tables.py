@@ -161,7 +161,7 @@ def update(
     Authoritative columns replace OM's list (keeping the descriptions OM has: a bot's PUT never
     replaces them, so sending ours would only make a re-run write again); partial ones only add
     columns OM lacks and types OM does not know. Descriptions are never blanked, and the table's
-    own description is only filled when OM has none (om.dbt_metadata replaces them on request).
+    own description is only filled when OM has none (om.metadata.writer replaces them on request).
     """
     held = [_writable(c) for c in existing.get("columns") or []]
     by_name = {c["name"]: c for c in held}

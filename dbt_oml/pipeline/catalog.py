@@ -24,7 +24,7 @@ from dbt_oml.artifacts import (
 )
 from dbt_oml.config import Settings
 from dbt_oml.dbt.runner import DbtContext, DbtInvocation, docs_generate_args, run_dbt
-from dbt_oml.events.builder import EventBuilder
+from dbt_oml.events.node_events import EventBuilder
 from dbt_oml.lineage.batch import ColumnLookup
 from dbt_oml.pipeline.report import Report
 from dbt_oml.transports.base import column_source

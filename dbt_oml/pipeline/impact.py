@@ -1,9 +1,9 @@
 """`dbt-oml impact` from artifacts: read the current and the `--state` build, analyse both,
 and hand them to the pure impact analysis.
 
-I/O adapter (like lineage_run): reads artifacts, seed headers and the lineage cache. The current
-build's catalog.json, when there is one, may predate the change: the catalog entries of models
-whose SQL changed are not used (their columns come from the SQL). Without a current catalog,
+An I/O adapter like pipeline.lineage: reads artifacts, seed headers and the lineage cache. The
+current build's catalog.json, when there is one, may predate the change: the catalog entries of
+models whose SQL changed are not used (their columns come from the SQL). Without a current catalog,
 the state's columns of sources (which the change does not build) are used.
 """
 

@@ -1,6 +1,6 @@
 """Column lineage for a run: seed headers from disk, the cache in target/, the guard.
 
-I/O adapter around the pure lineage_batch: reads seed CSV headers and keeps the on-disk cache.
+I/O adapter around the pure lineage.batch: reads seed CSV headers and keeps the on-disk cache.
 Plugin mode analyses models as their nodes finish (plugin.nodes) through the same cache, held by
 a NodeLineage, so the end of the run prunes only what neither of them used.
 """

@@ -19,7 +19,8 @@ from dbt_oml.dbt.relation_columns import live_catalog
 from dbt_oml.dbt.runner import DbtContext, NodeStarted, run_dbt
 from dbt_oml.delivery.emitter import Delivery, Unconfigured
 from dbt_oml.errors import ArtifactError, ConfigError, DbtOmlError
-from dbt_oml.events.builder import BUILD_COMMANDS, EventBuilder, iter_events
+from dbt_oml.events.invocation_events import iter_events
+from dbt_oml.events.node_events import BUILD_COMMANDS, EventBuilder
 from dbt_oml.lineage.model import ModelLineage
 from dbt_oml.namespaces import override_error
 from dbt_oml.pipeline.catalog import (

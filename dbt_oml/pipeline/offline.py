@@ -1,6 +1,6 @@
 """The commands that work on existing artifacts without running dbt: emit, replay, lineage.
 
-dbt's own loaders resolve the project, profile and target (dbt_process.resolve_project), so
+dbt's own loaders resolve the project, profile and target (dbt.project.resolve_project), so
 DBT_* variables and profile Jinja work exactly as for dbt.
 """
 
@@ -19,8 +19,8 @@ from dbt_oml.delivery.claims import claim, recover, release, set_aside
 from dbt_oml.delivery.emitter import read_kept
 from dbt_oml.delivery.outbox import REJECTED_SUFFIX
 from dbt_oml.errors import ArtifactError
-from dbt_oml.events.builder import iter_events
 from dbt_oml.events.invocation import Invocation
+from dbt_oml.events.invocation_events import iter_events
 from dbt_oml.lineage.view import LineageView
 from dbt_oml.namespaces import CatalogSpec, Namespaces, override_error, resolve_namespaces
 from dbt_oml.pipeline.lineage import (

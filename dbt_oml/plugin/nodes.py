@@ -32,7 +32,7 @@ from dbt_oml.artifacts import (
     read_manifest,
 )
 from dbt_oml.dbt.relation_columns import dbt_adapter, relation_columns
-from dbt_oml.events.builder import EventBuilder
+from dbt_oml.events.node_events import EventBuilder
 from dbt_oml.lineage.batch import ANALYSED_TYPES, analyse_models
 from dbt_oml.pipeline.lineage import NodeLineage, seed_headers
 

@@ -1,9 +1,9 @@
 """One dbt command observed by the dbt plugin: live START events, each node's end as it
 finishes, then the invocation's end.
 
-The same listener as `dbt-oml build` (pipeline.LiveEmitter behind dbt_process.Bridge), fed by
+The same listener as `dbt-oml build` (pipeline.LiveEmitter behind dbt.runner.Bridge), fed by
 dbt's own event bus instead of a dbtRunner callback. At each `NodeFinished` the node's COMPLETE or
-FAIL is built (plugin_nodes) and queued for the listener thread. At `CommandCompleted` dbt has
+FAIL is built (plugin.nodes) and queued for the listener thread. At `CommandCompleted` dbt has
 written run_results.json and still holds its adapter: what did not go out per node (tests, the
 data-quality events, the invocation's end) is built and delivered, and dbt goes on to exit.
 Every exception stops here, as one line on stderr.
@@ -23,7 +23,7 @@ from dbt_oml.console import print_summary, setup_logging
 from dbt_oml.dbt.relation_columns import live_catalog
 from dbt_oml.dbt.runner import Bridge
 from dbt_oml.errors import DbtOmlError
-from dbt_oml.events.builder import BUILD_COMMANDS
+from dbt_oml.events.node_events import BUILD_COMMANDS
 from dbt_oml.pipeline.live import LiveEmitter, finish
 from dbt_oml.pipeline.report import Report
 from dbt_oml.pipeline.state_files import write_node_starts

@@ -1,4 +1,4 @@
-"""openlineage-python's file transport, with each event serialised in one pass (event_json).
+"""openlineage-python's file transport, with each event serialised in one pass (events.serialize).
 
 Same configuration (`type: file`, `log_file_path`, `append`, ...), same files, same bytes as the
 client's own `FileTransport`; only `Serde.to_json`, most of the time of a large emit, is replaced,

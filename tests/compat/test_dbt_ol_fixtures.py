@@ -56,7 +56,8 @@ CASE_ENV = {
         "SCHEMA": "foo_schema",
     }
 }
-#: Known errors in the fixtures themselves (ref/dbt-ol.md section 18), patched before comparing.
+#: Known errors in the fixtures themselves (docs/reference/dbt-ol.md section 18), patched before
+#: comparing.
 FIXTURE_ERRATA: dict[str, list[tuple[int, str, str, str]]] = {
     # the second model's COMPLETE names the first model as its output
     "compiled_code": [

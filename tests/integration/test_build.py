@@ -299,7 +299,7 @@ def test_a_run_per_test_at_its_real_times(built: CliRun) -> None:
 
 
 def test_job_names_are_dbt_ols_for_every_run(built: CliRun) -> None:
-    """dbt-ol's default names (ref/dbt-ol.md section 7) computed from the manifest, per run kind."""
+    """dbt-ol's default job names per run kind (docs/reference/dbt-ol.md section 7)."""
     nodes = json.loads((built.target / "manifest.json").read_text())["nodes"]
     suffix = {"model": "build.run", "snapshot": "build.snapshot", "seed": "build.seed"}
     expected = {PARENT}
@@ -452,7 +452,7 @@ def test_target_path_flag_is_honoured(seeded: CliRun) -> None:
 def test_no_docs_generate_gives_the_events_of_build(built: CliRun, tmp_path: Path) -> None:
     """Without `dbt docs generate`, the warehouse's columns are read through dbt's adapter at the
     end of the build: the same schema facets and column lineage as with catalog.json."""
-    from tests.integration.test_plugin import comparable
+    from tests.support.comparison import comparable
 
     proj = copy_project(tmp_path / "project")
     quick = run_cli(["build", "--profiles-dir", ".", "--no-docs-generate"], cwd=proj)

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import clean_env, copy_project, run_cli
-from tests.fakes.openmetadata import FakeOpenMetadata, serve
-from tests.integration.nats_server import (
+from tests.support.fakes.openmetadata import FakeOpenMetadata, serve
+from tests.support.nats_server import (
     PROBE_TIMEOUT,
     NatsCluster,
     Watched,

@@ -29,7 +29,7 @@ import pytest
 from dbt_oml.delivery.leases import LEASE, MARKER, Claim
 from dbt_oml.delivery.remote import RemoteOutbox
 from tests.conftest import CliRun, copy_project, free_port, run_in_process
-from tests.fakes.openmetadata import FakeOpenMetadata, serve
+from tests.support.fakes.openmetadata import FakeOpenMetadata, serve
 
 pytestmark = pytest.mark.integration
 moto_server = pytest.importorskip("moto.server", reason="needs moto[server] (the test extra)")

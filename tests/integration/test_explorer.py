@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, CliRun, run_cli
-from tests.integration.test_explorer_browser import CHROMIUM, HEADLESS
+from tests.support.browser import CHROMIUM, HEADLESS
 
 pytestmark = pytest.mark.integration
 

@@ -5,7 +5,7 @@ selection's neighbourhood; every box says which catalog and server it is on; lon
 cut. Every check reads the rendered DOM (getBoundingClientRect against the canvas and the window).
 
 Chromium is driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`: NUL-ended
-JSON on fds 3 and 4; tests/integration/test_explorer_browser.py), so the test needs no websocket
+JSON on fds 3 and 4; tests/support/browser.py), so the test needs no websocket
 client, driver or node."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
-from tests.integration.test_explorer_browser import CHROMIUM, Browser
+from tests.support.browser import CHROMIUM, Browser
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""The tests' fork server (tests/forkserver.py): a child is the command's own process."""
+"""The tests' fork server (tests/support/forkserver.py): a child is the command's own process."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import _fork_server, clean_env
-from tests.forkserver import ForkServer
+from tests.support.forkserver import ForkServer
 
 pytestmark = pytest.mark.integration
 

@@ -28,8 +28,8 @@ from tests.conftest import (
     run_cli,
     run_plain_dbt,
 )
-from tests.fakes.openmetadata import FakeOpenMetadata, serve
-from tests.integration.nats_server import Watched
+from tests.support.fakes.openmetadata import FakeOpenMetadata, serve
+from tests.support.nats_server import Watched
 
 pytestmark = [pytest.mark.integration, pytest.mark.nats]
 nats = pytest.importorskip("nats", reason="needs dbt-oml[nats]")

@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from dbt_oml.om.data_quality import STATUS
+from dbt_oml.om.metadata.quality import STATUS
 from tests.conftest import CliRun, copy_project, run_cli, run_in_process
-from tests.fakes.openmetadata import FakeOpenMetadata, serve
-from tests.parse_cache import SAVED, give_parse
+from tests.support.fakes.openmetadata import FakeOpenMetadata, serve
+from tests.support.parse_cache import SAVED, give_parse
 
 pytestmark = pytest.mark.integration
 BUILD = ["build", "--profiles-dir", "."]
@@ -323,7 +323,7 @@ def test_a_run_relayed_from_jetstream_gives_om_the_same_state(
     tmp_path: Path, parse_caches: Path
 ) -> None:
     pytest.importorskip("nats", reason="needs dbt-oml[nats]")
-    from tests.integration.nats_server import NatsServer
+    from tests.support.nats_server import NatsServer
 
     server = NatsServer(tmp_path / "nats").start()
     direct, relayed = _om("2.0"), _om("2.0")

@@ -35,7 +35,7 @@ from tests.conftest import (
     run_cli,
     run_in_process,
 )
-from tests.fakes.openmetadata import FakeOpenMetadata, Principal, serve
+from tests.support.fakes.openmetadata import FakeOpenMetadata, Principal, serve
 
 pytestmark = pytest.mark.integration
 #: `build -s stg_orders stg_customers`: the invocation's, the models' and their tests' runs,

@@ -19,7 +19,7 @@ from tests.conftest import (
     run_in_process,
     run_plain_dbt,
 )
-from tests.fakes.openmetadata import FakeOpenMetadata, serve
+from tests.support.fakes.openmetadata import FakeOpenMetadata, serve
 
 pytestmark = pytest.mark.integration
 SOURCE_NS = "mssql://source-sql:1433"

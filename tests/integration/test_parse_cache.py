@@ -1,4 +1,4 @@
-"""tests/parse_cache.py: a copy of the project given another copy's saved parse is parsed by dbt
+"""tests/support/parse_cache.py: a copy of the project given another copy's saved parse is parsed by dbt
 as its own (nothing changed, nothing parsed) and reads only its own files."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import copy_project, run_cli, run_plain_dbt
-from tests.parse_cache import SAVED, give_parse
+from tests.support.parse_cache import SAVED, give_parse
 
 pytestmark = pytest.mark.integration
 

@@ -23,31 +23,11 @@ from tests.conftest import (
     run_cli,
     run_plain_dbt,
 )
+from tests.support.comparison import comparable
 
 pytestmark = pytest.mark.integration
 PARENT = "dbt-run-jaffle_oml"
-_PER_RUN = {"runId", "eventTime", "invocation_id", "startedAt", "completedAt"}
 AIRFLOW_RUN = "0195e0a2-7c1e-7000-8000-000000000001"
-
-
-def _scrub(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _scrub(v) for k, v in value.items() if k not in _PER_RUN}
-    if isinstance(value, list):
-        return [_scrub(v) for v in value]
-    return value
-
-
-def comparable(run: CliRun) -> dict[tuple[str, str], list[str]]:
-    """Events by (eventType, job), without what differs between any two runs."""
-    out: dict[tuple[str, str], list[str]] = {}
-    for event in run.events:
-        text = json.dumps(event).replace(str(run.project), "<project>")
-        doc = _scrub(json.loads(text))
-        out.setdefault((doc["eventType"], doc["job"]["name"]), []).append(
-            json.dumps(doc, sort_keys=True)
-        )
-    return {k: sorted(v) for k, v in out.items()}
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import clean_env, read_events, run_plain_dbt
-from tests.integration.test_plugin import _scrub
-from tests.parse_cache import SAVED, give_parse
+from tests.support.comparison import scrub
+from tests.support.parse_cache import SAVED, give_parse
 
 pytestmark = pytest.mark.integration
 
@@ -58,7 +58,7 @@ def model_completes(events: list[dict[str, Any]], project: Path) -> dict[str, st
         name = event["job"]["name"]
         if event["eventType"] == "COMPLETE" and name.endswith(".build.run"):
             text = json.dumps(event).replace(str(project), "<project>")
-            out[name.split(".")[-3]] = json.dumps(_scrub(json.loads(text)), sort_keys=True)
+            out[name.split(".")[-3]] = json.dumps(scrub(json.loads(text)), sort_keys=True)
     return out
 
 
@@ -70,7 +70,7 @@ def test_sigkill_halfway_keeps_every_finished_models_complete(tmp_path: Path) ->
     expected = model_completes(full.events, full_project)
     assert len(expected) == MODELS
 
-    # the same files: dbt starts from the full run's parse (tests/parse_cache.py)
+    # the same files: dbt starts from the full run's parse (tests/support/parse_cache.py)
     project = give_parse(full_project / SAVED, generate(tmp_path / "killed" / "p", MODELS))
     dbt = str(Path(sys.executable).with_name("dbt"))
     proc = subprocess.Popen(

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import CliRun, copy_project, run_plain_dbt
-from tests.parse_cache import SAVED, give_parse
+from tests.support.parse_cache import SAVED, give_parse
 
 pytestmark = pytest.mark.integration
 

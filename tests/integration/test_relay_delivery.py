@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_cli
-from tests.fakes.openmetadata import FakeOpenMetadata, serve
-from tests.integration.nats_server import js_call
-from tests.integration.relay_helpers import (
+from tests.support.fakes.openmetadata import FakeOpenMetadata, serve
+from tests.support.nats_server import js_call
+from tests.support.relay_helpers import (
     BATCH_PATH,
     consumer,
     event,

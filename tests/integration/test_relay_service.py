@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import clean_env, free_port, run_cli
-from tests.fakes.openmetadata import FakeOpenMetadata, serve
-from tests.integration.nats_server import NatsServer, Watched
-from tests.integration.relay_helpers import (
+from tests.support.fakes.openmetadata import FakeOpenMetadata, serve
+from tests.support.nats_server import NatsServer, Watched
+from tests.support.relay_helpers import (
     BATCH_PATH,
     consumer,
     publish,

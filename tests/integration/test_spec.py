@@ -2,7 +2,7 @@
 
 Each event is validated against RunEvent (core 2-0-2) and each of its facets against the schema
 its `_schemaURL` names, all resolved from ../shared/openlineage-spec (no network), with the `uri`,
-`date-time` and `uuid` formats really checked (tests/spec.py). Commands: build, a failing build,
+`date-time` and `uuid` formats really checked (tests/support/spec.py). Commands: build, a failing build,
 seed, test, run -s, emit, and a plain `dbt build` with the plugin.
 """
 
@@ -17,7 +17,7 @@ import pytest
 
 from dbt_oml.pipeline.run_inputs import PRODUCER
 from tests.conftest import RUN_STG_ORDERS, CliRun, run_cli, run_plain_dbt
-from tests.spec import SPEC, SpecValidator, facets
+from tests.support.spec import SPEC, SpecValidator, facets
 
 pytestmark = [
     pytest.mark.integration,

@@ -1,4 +1,4 @@
-"""The house rules the README's "Architecture" section states, checked on the source.
+"""The house rules of docs/development.md ("Architecture"), checked on the source.
 
 import-linter (in `make test`) checks the layers; these check what it cannot: no import circle
 between any two modules, modules within a soft size budget, no function over 60.

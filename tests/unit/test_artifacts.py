@@ -186,15 +186,15 @@ def test_bad_timing_and_unknown_status_are_read_with_warnings(mini_target: Path)
 
 
 def test_no_event_is_dropped_for_bad_timing_or_status(mini_target: Path) -> None:
-    from tests.unit.test_events import _by, _events
+    from tests.support.events import event_by, events_of
 
-    intact = _events(mini_target)
+    intact = events_of(mini_target)
     _damage_results(mini_target)
-    damaged = _events(mini_target)
+    damaged = events_of(mini_target)
     assert len(damaged) == len(intact)
-    orders = _by(damaged, "stg_orders.build.run", "START")
+    orders = event_by(damaged, "stg_orders.build.run", "START")
     assert orders["eventTime"] == "2026-11-30T03:55:00.000Z"  # the invocation's start
-    failed = _by(damaged, "stg_customers.build.run", "FAIL")
+    failed = event_by(damaged, "stg_customers.build.run", "FAIL")
     message = failed["run"]["facets"]["errorMessage"]["message"]
     assert message == "dbt reported status 'weird', which dbt-oml does not know: OK"
 

@@ -20,9 +20,9 @@ from tests.conftest import MINI
 
 def _outbox_project(tmp_path: Path, target: str = "target") -> tuple[Path, list[dict]]:
     from tests.conftest import copy_project
-    from tests.unit.test_delivery import _events
+    from tests.support.events import run_events
 
-    events = [to_dict(e) for e in _events(MINI)]
+    events = [to_dict(e) for e in run_events(MINI)]
     proj = copy_project(tmp_path / "project", parsed=False)  # files only: no dbt here
     outbox = proj / target / "dbt_oml" / "outbox"
     outbox.mkdir(parents=True)

@@ -21,7 +21,14 @@ from dbt_oml.errors import ConfigError
 from dbt_oml.pipeline.live import LiveEmitter, finish
 from dbt_oml.pipeline.report import Report
 from tests.conftest import PROJECT
-from tests.unit.test_pipeline_events import MODEL, PARENT, STARTED, _context, _file, _settings
+from tests.support.live_pipeline import (
+    MODEL,
+    PARENT,
+    STARTED,
+    dbt_context,
+    file_transport,
+    settings_in,
+)
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "golden" / "artifacts"
 SOURCE = "source.jaffle_oml.crm.customers"
@@ -87,9 +94,9 @@ def test_the_variable_is_named_as_the_source(
 def _live(project: Path, **namespaces: str) -> tuple[LiveEmitter, Path, list[int]]:
     """LiveEmitter as dbt drives it: the invocation, one model's start, then the end."""
     events = project.parent / "events.jsonl"
-    settings = _settings(project.parent, transport=_file(events), namespaces=namespaces)
+    settings = settings_in(project.parent, transport=file_transport(events), namespaces=namespaces)
     live = LiveEmitter(settings, cwd=project.parent, report=Report())
-    context = _context(project)
+    context = dbt_context(project)
     seen = []
     live.on_invocation(context)
     seen.append(len(events.read_text().splitlines()) if events.exists() else 0)

@@ -15,8 +15,8 @@ from dbt_oml.cli import ExitCode, main
 from dbt_oml.config import load_settings
 from dbt_oml.errors import ConfigError
 from tests.conftest import PROJECT
-from tests.fakes.om_http import serve
-from tests.fakes.openmetadata import FakeOpenMetadata
+from tests.support.fakes.om_http import serve
+from tests.support.fakes.openmetadata import FakeOpenMetadata
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "golden" / "artifacts"
 TOKEN = "bot-jwt-s3cret"  # the stand-in's bot token

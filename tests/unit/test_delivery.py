@@ -8,7 +8,6 @@ import pytest
 from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import RunEvent
 
-from dbt_oml.artifacts import read_artifacts
 from dbt_oml.config.settings import changed
 from dbt_oml.delivery.emitter import (
     MAX_CONSECUTIVE_FAILURES,
@@ -19,21 +18,7 @@ from dbt_oml.delivery.emitter import (
     to_dict,
 )
 from dbt_oml.errors import ArtifactError
-from dbt_oml.events.builder import build_events
-from dbt_oml.events.invocation import EventSettings, Invocation
-from dbt_oml.namespaces import Namespaces
-from tests.unit.test_events import STARTED
-
-
-def _events(target: Path) -> list[RunEvent]:
-    return build_events(
-        read_artifacts(target),
-        invocation=Invocation(
-            invocation_id="inv", started_at=STARTED, command="build", project_name="p"
-        ),
-        namespaces=Namespaces(by_catalog={}, fallback="duckdb://pod"),
-        settings=EventSettings(producer="https://example.com/p", adapter_version="0"),
-    )
+from tests.support.events import run_events
 
 
 class RefusedError(Exception):
@@ -67,7 +52,7 @@ class Flaky:
 def test_a_dead_transport_is_tried_a_bounded_number_of_times(
     mini_target: Path, tmp_path: Path
 ) -> None:
-    events = _events(mini_target)
+    events = run_events(mini_target)
     flaky = Flaky(fail=10**6)
     delivery = Delivery(flaky, outbox=tmp_path / "outbox" / "x.jsonl", target="om")
     delivery.send_all(events)
@@ -84,7 +69,7 @@ def test_an_unreachable_backend_is_tried_once(
     mini_target: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Connection refused after the client's own retries: the rest goes to the outbox untried."""
-    events = _events(mini_target)
+    events = run_events(mini_target)
     flaky = Flaky(fail=10**6, refused=True)
     delivery = Delivery(flaky, outbox=tmp_path / "x.jsonl", target="om")
     with caplog.at_level("WARNING", logger="dbt_oml.delivery.emitter"):
@@ -120,7 +105,7 @@ def test_unreachable_reads_the_chain(error: Exception, expected: bool) -> None:
 
 
 def test_a_passing_failure_keeps_only_the_failed_event(mini_target: Path, tmp_path: Path) -> None:
-    events = _events(mini_target)
+    events = run_events(mini_target)
     flaky = Flaky(fail=1)
     delivery = Delivery(flaky, outbox=tmp_path / "o.jsonl", target="om")
     delivery.send_all(events)
@@ -129,7 +114,7 @@ def test_a_passing_failure_keeps_only_the_failed_event(mini_target: Path, tmp_pa
 
 
 def test_outbox_replays_through_a_real_client(mini_target: Path, tmp_path: Path) -> None:
-    events = _events(mini_target)
+    events = run_events(mini_target)
     outbox = tmp_path / "o.jsonl"
     delivery = Delivery(Flaky(fail=10**6), outbox=outbox, target="x")
     delivery.send_all(events)
@@ -145,7 +130,7 @@ def test_outbox_replays_through_a_real_client(mini_target: Path, tmp_path: Path)
 
 def test_dry_run_collects(mini_target: Path, tmp_path: Path) -> None:
     delivery = Delivery(None, outbox=tmp_path / "o.jsonl", target="stdout")
-    delivery.send_all(_events(mini_target))
+    delivery.send_all(run_events(mini_target))
     assert len(delivery.report.collected) > 2
     assert not (tmp_path / "o.jsonl").exists()
 
@@ -153,7 +138,7 @@ def test_dry_run_collects(mini_target: Path, tmp_path: Path) -> None:
 def test_a_torn_last_line_is_skipped_with_a_warning(
     mini_target: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    events = _events(mini_target)
+    events = run_events(mini_target)
     path = tmp_path / "o.jsonl"
     Delivery(Flaky(fail=10**6), outbox=path, target="x").send_all(events)
     whole = path.read_text()
@@ -186,7 +171,7 @@ def test_the_outbox_is_private_and_redacted(mini_target: Path, tmp_path: Path) -
     from dbt_oml.redaction import REDACTOR
 
     REDACTOR.add("outbox-SECRET-77")
-    event = to_dict(_events(mini_target)[-1])
+    event = to_dict(run_events(mini_target)[-1])
     event["run"]["facets"]["errorMessage"] = {"message": "passwd=outbox-SECRET-77 refused"}
     path = tmp_path / "box" / "o.jsonl"
     Delivery(Flaky(fail=1), outbox=path, target="x").send(from_dict(event))
@@ -217,7 +202,7 @@ def test_each_append_is_whole_lines_in_one_write(
         return real_write(fd, data)
 
     monkeypatch.setattr(outbox.os, "write", write)
-    events = [to_dict(e) for e in _events(mini_target)]
+    events = [to_dict(e) for e in run_events(mini_target)]
     assert outbox.append_events(tmp_path / "o.jsonl", events[:3]) == 3
     outbox.append_reason(tmp_path / "o.reasons.log", 3, "POST /api\n  refused\n")
     Delivery(Flaky(fail=2), outbox=tmp_path / "d.jsonl", target="x").send_all(
@@ -263,7 +248,7 @@ def test_read_kept_names_the_lines_that_are_no_event(tmp_path: Path, mini_target
     skipped, and its number is given so that the line can be kept (set aside, not lost)."""
     from dbt_oml.delivery.emitter import read_kept
 
-    event = json.dumps(to_dict(_events(mini_target)[0]))
+    event = json.dumps(to_dict(run_events(mini_target)[0]))
     path = tmp_path / "kept.jsonl"
     lines = ["{not json", "[" * 100_000, "[1]", '{"eventType": "COMPLETE"}', event, ""]
     path.write_text("\n".join(lines) + "\n")

@@ -17,14 +17,14 @@ from openlineage.client.transport.file import FileTransport as ClientFileTranspo
 from dbt_oml.artifacts import read_artifacts
 from dbt_oml.delivery.emitter import Delivery, from_dict, to_dict
 from dbt_oml.events import serialize as event_json
-from dbt_oml.events.builder import build_events
 from dbt_oml.events.invocation import EventSettings, Invocation
+from dbt_oml.events.invocation_events import build_events
 from dbt_oml.lineage.batch import analyse_models
 from dbt_oml.om.prepare import column_lineage_where_om_reads_it
 from dbt_oml.pipeline.sending import foreign_may_reach_om, reaches_openmetadata
 from dbt_oml.transports import build_transport_factory
 from dbt_oml.transports.file import FileTransport
-from tests.unit.test_events import NS, STARTED
+from tests.support.events import NS, STARTED
 
 
 def _events(target: Path) -> list[RunEvent]:

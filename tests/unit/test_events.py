@@ -1,57 +1,22 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import pytest
 from openlineage.client.serde import Serde
 
 from dbt_oml.artifacts import read_artifacts
-from dbt_oml.events.builder import build_events
 from dbt_oml.events.invocation import EventSettings, Invocation
-from dbt_oml.namespaces import Namespaces
+from dbt_oml.events.invocation_events import build_events
 from dbt_oml.runs import JobNaming
+from tests.support.events import NS, STARTED, event_by, events_of
 
-NS = Namespaces(
-    by_catalog={"warehouse": "duckdb://pod", "crm": "mysql://crm:3306", "dw": "postgres://dw:5432"},
-    fallback="duckdb://pod",
-)
-STARTED = datetime(2026, 11, 30, 3, 55, 0, tzinfo=timezone.utc)
 Z_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
-def _events(target: Path, **kw: Any) -> list[dict[str, Any]]:
-    arts = read_artifacts(target)
-    inv = Invocation(
-        invocation_id="11111111-2222-3333-4444-555555555555",
-        started_at=STARTED,
-        command=kw.pop("command", "build"),
-        project_name="jaffle_oml",
-        profile_name="jaffle_oml",
-        dbt_version="1.11.16",
-        project_version="1.0.0",
-    )
-    settings = EventSettings(
-        producer="https://example.com/dbt-oml",
-        adapter_version="0.1.0",
-        job_naming=kw.pop("naming", JobNaming.DBT_OL),
-        cwd="/w",
-        project_root="/w/project",
-    )
-    events = build_events(arts, invocation=inv, namespaces=NS, settings=settings, **kw)
-    return [Serde.to_dict(e) for e in events]
-
-
-def _by(events: list[dict[str, Any]], suffix: str, kind: str) -> dict[str, Any]:
-    found = [e for e in events if e["job"]["name"].endswith(suffix) and e["eventType"] == kind]
-    assert len(found) == 1, [e["job"]["name"] for e in events]
-    return found[0]
-
-
 def test_parent_run_brackets_everything(mini_target: Path) -> None:
-    events = _events(mini_target, error="1 node(s) failed")
+    events = events_of(mini_target, error="1 node(s) failed")
     assert events[0]["eventType"] == "START"
     assert events[0]["job"]["name"] == "dbt-run-jaffle_oml"
     assert events[-1]["eventType"] == "FAIL"
@@ -63,28 +28,28 @@ def test_parent_run_brackets_everything(mini_target: Path) -> None:
 
 
 def test_times_are_utc_z_with_milliseconds(mini_target: Path) -> None:
-    for event in _events(mini_target):
+    for event in events_of(mini_target):
         assert Z_TIME.match(event["eventTime"]), event["eventTime"]
 
 
 def test_every_executed_node_gets_start_and_terminal(mini_target: Path) -> None:
-    events = _events(mini_target)
+    events = events_of(mini_target)
     runs: dict[str, list[str]] = {}
     for e in events[1:-1]:
         runs.setdefault(e["run"]["runId"], []).append(e["eventType"])
     assert all(kinds[0] == "START" and len(kinds) == 2 for kinds in runs.values())
-    fail = _by(events, "core_order_audit.build.run", "FAIL")
+    fail = event_by(events, "core_order_audit.build.run", "FAIL")
     assert "this_column_does_not_exist" in fail["run"]["facets"]["errorMessage"]["message"]
     assert not [e for e in events if "core_open_balances" in e["job"]["name"]]  # skipped
-    assert _by(events, "country_codes.build.seed", "COMPLETE")
-    assert _by(events, "customers_snapshot.build.snapshot", "COMPLETE")
+    assert event_by(events, "country_codes.build.seed", "COMPLETE")
+    assert event_by(events, "customers_snapshot.build.snapshot", "COMPLETE")
 
 
 def test_ephemeral_model_is_looked_through(mini_target: Path) -> None:
-    events = _events(mini_target)
+    events = events_of(mini_target)
     names = {d["name"] for e in events for d in e["inputs"] + e["outputs"]}
     assert not any("stg_payments" in n for n in names)
-    core_orders = _by(events, "core_orders.build.run", "COMPLETE")
+    core_orders = event_by(events, "core_orders.build.run", "COMPLETE")
     inputs = {(d["namespace"], d["name"]) for d in core_orders["inputs"]}
     assert inputs == {
         ("duckdb://pod", "warehouse.staging.stg_orders"),
@@ -93,12 +58,12 @@ def test_ephemeral_model_is_looked_through(mini_target: Path) -> None:
 
 
 def test_sources_by_identifier_and_original_case(mini_target: Path) -> None:
-    events = _events(mini_target)
-    stg = _by(events, "stg_customers.build.run", "COMPLETE")
+    events = events_of(mini_target)
+    stg = event_by(events, "stg_customers.build.run", "COMPLETE")
     assert [(d["namespace"], d["name"]) for d in stg["inputs"]] == [
         ("mysql://crm:3306", "crm.sales.Customers")
     ]
-    mart = _by(events, "revenue_by_country.build.run", "COMPLETE")
+    mart = event_by(events, "revenue_by_country.build.run", "COMPLETE")
     out = mart["outputs"][0]
     assert (out["namespace"], out["name"]) == ("postgres://dw:5432", "dw.marts.RevenueByCountry")
     assert [f["name"] for f in out["facets"]["schema"]["fields"]] == [
@@ -110,7 +75,7 @@ def test_sources_by_identifier_and_original_case(mini_target: Path) -> None:
 
 
 def test_schema_from_catalog_with_yaml_descriptions(mini_target: Path) -> None:
-    out = _by(_events(mini_target), "stg_customers.build.run", "COMPLETE")["outputs"][0]
+    out = event_by(events_of(mini_target), "stg_customers.build.run", "COMPLETE")["outputs"][0]
     fields = {f["name"]: f for f in out["facets"]["schema"]["fields"]}
     assert fields["customer_id"]["type"] == "INTEGER"
     assert fields["customer_id"]["description"] == "The CRM customer id."
@@ -119,23 +84,23 @@ def test_schema_from_catalog_with_yaml_descriptions(mini_target: Path) -> None:
 
 def test_without_catalog_the_declared_columns_are_used(mini_target: Path) -> None:
     (mini_target / "catalog.json").unlink()
-    out = _by(_events(mini_target), "stg_customers.build.run", "COMPLETE")["outputs"][0]
+    out = event_by(events_of(mini_target), "stg_customers.build.run", "COMPLETE")["outputs"][0]
     assert [f["name"] for f in out["facets"]["schema"]["fields"]] == ["customer_id", "email"]
 
 
 def test_files_read_by_sql_are_datasets(mini_target: Path) -> None:
-    web = _by(_events(mini_target), "stg_web_events.build.run", "COMPLETE")
+    web = event_by(events_of(mini_target), "stg_web_events.build.run", "COMPLETE")
     assert [(d["namespace"], d["name"]) for d in web["inputs"]] == [
         ("file", "/w/data/web_events.parquet")
     ]
-    seed = _by(_events(mini_target), "country_codes.build.seed", "COMPLETE")
+    seed = event_by(events_of(mini_target), "country_codes.build.seed", "COMPLETE")
     assert [(d["namespace"], d["name"]) for d in seed["inputs"]] == [
         ("file", "/w/project/seeds/country_codes.csv")
     ]
 
 
 def test_facets_of_a_model(mini_target: Path) -> None:
-    event = _by(_events(mini_target), "core_customers.build.run", "COMPLETE")
+    event = event_by(events_of(mini_target), "core_customers.build.run", "COMPLETE")
     job = event["job"]["facets"]
     assert job["jobType"]["jobType"] == "MODEL"
     assert job["jobType"]["integration"] == "DBT"
@@ -161,12 +126,12 @@ def test_facets_of_a_model(mini_target: Path) -> None:
 
 
 def test_output_statistics_when_dbt_reports_rows(mini_target: Path) -> None:
-    seed = _by(_events(mini_target), "country_codes.build.seed", "COMPLETE")
+    seed = event_by(events_of(mini_target), "country_codes.build.seed", "COMPLETE")
     assert seed["outputs"][0]["outputFacets"]["outputStatistics"]["rowCount"] == 4
 
 
 def test_tests_become_assertions_on_the_tested_dataset(mini_target: Path) -> None:
-    event = _by(_events(mini_target), "core_orders.build.test", "COMPLETE")
+    event = event_by(events_of(mini_target), "core_orders.build.test", "COMPLETE")
     tested = event["inputs"][0]
     assert tested["name"] == "warehouse.core.core_orders"
     checks = {a["name"]: a for a in tested["inputFacets"]["dataQualityAssertions"]["assertions"]}
@@ -176,12 +141,12 @@ def test_tests_become_assertions_on_the_tested_dataset(mini_target: Path) -> Non
     assert (
         tested["facets"]["dataQualityAssertions"] == tested["inputFacets"]["dataQualityAssertions"]
     )
-    source_tests = _by(_events(mini_target), "crm.customers.build.test", "COMPLETE")
+    source_tests = event_by(events_of(mini_target), "crm.customers.build.test", "COMPLETE")
     assert source_tests["inputs"][0]["name"] == "crm.sales.Customers"
 
 
 def test_assertions_are_in_test_order_not_dbt_thread_order(mini_target: Path) -> None:
-    event = _by(_events(mini_target), "core_orders.build.test", "COMPLETE")
+    event = event_by(events_of(mini_target), "core_orders.build.test", "COMPLETE")
     names = [
         a["name"] for a in event["inputs"][0]["inputFacets"]["dataQualityAssertions"]["assertions"]
     ]
@@ -190,9 +155,9 @@ def test_assertions_are_in_test_order_not_dbt_thread_order(mini_target: Path) ->
 
 
 def test_a_run_per_test_at_its_own_times(mini_target: Path) -> None:
-    events = _events(mini_target)
+    events = events_of(mini_target)
     uid = "test.jaffle_oml.unique_core_orders_order_id.a285d84b0f"
-    start, end = _by(events, uid, "START"), _by(events, uid, "COMPLETE")
+    start, end = event_by(events, uid, "START"), event_by(events, uid, "COMPLETE")
     assert start["eventTime"] == "2026-11-30T03:56:24.766Z"
     assert end["eventTime"] > start["eventTime"]
     assert start["run"]["runId"] == end["run"]["runId"]
@@ -207,10 +172,10 @@ def test_a_run_per_test_at_its_own_times(mini_target: Path) -> None:
     assert execution["actual"] == "0"
     assert execution["contentType"] == "sql"
     assert "order_id" in execution["content"]
-    parent = _by(events, "dbt-run-jaffle_oml", "START")
+    parent = event_by(events, "dbt-run-jaffle_oml", "START")
     assert end["run"]["facets"]["parent"]["run"]["runId"] == parent["run"]["runId"]
     # a singular test reads two relations: one run, both inputs, type "singular"
-    singular = _by(events, "test.jaffle_oml.assert_revenue_not_negative", "COMPLETE")
+    singular = event_by(events, "test.jaffle_oml.assert_revenue_not_negative", "COMPLETE")
     assert singular["run"]["facets"]["test"]["tests"][0]["type"] == "singular"
     assert singular["inputs"]
     tests = {e["job"]["name"] for e in events if e["job"]["name"].startswith("test.")}
@@ -218,11 +183,11 @@ def test_a_run_per_test_at_its_own_times(mini_target: Path) -> None:
 
 
 def test_run_ids_are_deterministic_and_use_observed_starts(mini_target: Path) -> None:
-    first, second = _events(mini_target), _events(mini_target)
+    first, second = events_of(mini_target), events_of(mini_target)
     assert [e["run"]["runId"] for e in first] == [e["run"]["runId"] for e in second]
-    moved = _events(mini_target, node_starts={"model.jaffle_oml.stg_orders": STARTED})
-    a = _by(first, "stg_orders.build.run", "START")
-    b = _by(moved, "stg_orders.build.run", "START")
+    moved = events_of(mini_target, node_starts={"model.jaffle_oml.stg_orders": STARTED})
+    a = event_by(first, "stg_orders.build.run", "START")
+    b = event_by(moved, "stg_orders.build.run", "START")
     assert a["run"]["runId"] != b["run"]["runId"]
     assert b["eventTime"] == "2026-11-30T03:55:00.000Z"
 
@@ -236,12 +201,12 @@ def test_run_ids_are_deterministic_and_use_observed_starts(mini_target: Path) ->
     ],
 )
 def test_job_naming(mini_target: Path, naming: JobNaming, command: str, expected: str) -> None:
-    events = _events(mini_target, naming=naming, command=command)
+    events = events_of(mini_target, naming=naming, command=command)
     assert expected in {e["job"]["name"] for e in events}
 
 
 def test_commands_without_nodes_get_only_the_parent_run(mini_target: Path) -> None:
-    events = _events(mini_target, command="compile")
+    events = events_of(mini_target, command="compile")
     assert [e["job"]["name"] for e in events] == ["dbt-run-jaffle_oml"] * 2
 
 
@@ -278,7 +243,7 @@ def test_orchestrator_parent_and_root(mini_target: Path) -> None:
     assert events[0]["job"]["namespace"] == "dbt"  # dbt-ol would use the parent's namespace here
 
 
-DBT_OL_NAMES = [  # recorded from dbt-ol 1.54.0 in ../shared/ref/dbt-ol.md section 7
+DBT_OL_NAMES = [  # recorded from dbt-ol 1.54.0 in docs/reference/dbt-ol.md section 7
     ("run", "model.jaffle_ol.stg_orders", "main", None, "warehouse.main.jaffle_ol.stg_orders"),
     (
         "build",
@@ -339,7 +304,7 @@ def test_job_names_match_dbt_ol(
     command: str, uid: str, schema: str, kind: str | None, expected: str
 ) -> None:
     from dbt_oml.artifacts import Manifest, Node
-    from dbt_oml.events.builder import EventBuilder
+    from dbt_oml.events.node_events import EventBuilder
 
     resource_type, package, *_rest = uid.split(".")
     node = Node(

@@ -25,14 +25,7 @@ from dbt_oml.pipeline.lineage import (
     prune_cache,
 )
 from dbt_oml.pipeline.report import Report
-
-MODELS = {
-    "model.jaffle_oml.stg_orders",
-    "model.jaffle_oml.stg_customers",
-    "model.jaffle_oml.core_orders",
-    "model.jaffle_oml.core_customers",
-    "model.jaffle_oml.revenue_by_country",
-}
+from tests.support.mini_models import MODELS
 
 
 def test_catalog_columns_expand_stars(mini_target: Path) -> None:

@@ -16,7 +16,7 @@ from dbt_oml.lineage import batch as lineage_batch
 from dbt_oml.lineage import workers as lineage_workers
 from dbt_oml.lineage.batch import analyse_models
 from dbt_oml.lineage.workers import Outcome, analyse_one
-from tests.unit.test_lineage_batch import MODELS
+from tests.support.mini_models import MODELS
 
 HOSTILE = "select " + "(" * 2000 + "1" + ")" * 2000 + " as x"
 VICTIM = "model.jaffle_oml.stg_orders"

@@ -10,7 +10,7 @@ import pytest
 
 from dbt_oml.artifacts import read_manifest
 from dbt_oml.events.node_facets import _hints, owners
-from tests.unit.test_events import _by, _events
+from tests.support.events import event_by, events_of
 
 TEST = "test.jaffle_oml.not_null_core_orders_order_id.bc02f3a29c"
 
@@ -34,7 +34,7 @@ def _with_hints(doc: dict[str, Any]) -> None:
 
 def test_a_model_s_output_carries_what_dbt_defines(mini_target: Path) -> None:
     _edit(mini_target, "manifest.json", _with_hints)
-    event = _by(_events(mini_target), "core_customers.build.run", "COMPLETE")
+    event = event_by(events_of(mini_target), "core_customers.build.run", "COMPLETE")
     facet = event["outputs"][0]["facets"]["dbt_oml_node"]
     assert facet["_schemaURL"].startswith("urn:dbt-oml:facets:1-0-0:DbtNodeDatasetFacet.json")
     assert facet["uniqueId"] == "model.jaffle_oml.core_customers"
@@ -47,7 +47,7 @@ def test_a_model_s_output_carries_what_dbt_defines(mini_target: Path) -> None:
     assert facet["columns"] == [
         {"name": "customer_key", "tags": ["key"], "glossaryTerms": ["Sales.Customer"]}
     ]
-    start = _by(_events(mini_target), "core_customers.build.run", "START")
+    start = event_by(events_of(mini_target), "core_customers.build.run", "START")
     assert "dbt_oml_node" not in start["outputs"][0]["facets"]  # only what the run ended with
 
 
@@ -73,7 +73,7 @@ def test_owners_in_oms_order_of_preference(mini_target: Path) -> None:
 
 
 def test_a_test_s_end_carries_its_result_and_table(mini_target: Path) -> None:
-    events = [e for e in _events(mini_target) if e["job"]["name"] == TEST]
+    events = [e for e in events_of(mini_target) if e["job"]["name"] == TEST]
     start, end = events
     assert "dbt_oml_tests" not in start["run"]["facets"]
     (test,) = end["run"]["facets"]["dbt_oml_tests"]["tests"]
@@ -88,7 +88,7 @@ def test_a_test_s_end_carries_its_result_and_table(mini_target: Path) -> None:
         True,
         end["eventTime"],
     )
-    singular = [e for e in _events(mini_target) if e["job"]["name"].endswith("not_negative")]
+    singular = [e for e in events_of(mini_target) if e["job"]["name"].endswith("not_negative")]
     (test,) = singular[1]["run"]["facets"]["dbt_oml_tests"]["tests"]
     assert (test["type"], test["generic"]) == ("assert_revenue_not_negative", False)
 
@@ -100,7 +100,7 @@ def test_tests_dbt_skipped_are_on_the_invocation_s_end(mini_target: Path) -> Non
                 result.update(status="skipped", timing=[], message=None)
 
     _edit(mini_target, "run_results.json", skip)
-    events = _events(mini_target)
+    events = events_of(mini_target)
     assert not [e for e in events if e["job"]["name"] == TEST]  # no run of its own
     end = events[-1]
     (test,) = end["run"]["facets"]["dbt_oml_tests"]["tests"]
@@ -115,7 +115,7 @@ def test_meta_hints_that_do_not_read_are_ignored() -> None:
 
 
 def test_both_facets_are_valid_against_their_shipped_schemas(mini_target: Path) -> None:
-    from tests.spec import SPEC, SpecValidator
+    from tests.support.spec import SPEC, SpecValidator
 
     if not SPEC.is_dir():
         pytest.skip(f"OpenLineage JSON schemas not found at {SPEC} (../shared)")
@@ -129,7 +129,7 @@ def test_both_facets_are_valid_against_their_shipped_schemas(mini_target: Path) 
     _edit(mini_target, "run_results.json", skip)
     validator = SpecValidator.for_dbt_oml()
     checked = 0
-    for event in _events(mini_target):
+    for event in events_of(mini_target):
         for facet in [
             *[o["facets"].get("dbt_oml_node") for o in event["outputs"]],
             event["run"]["facets"].get("dbt_oml_tests"),

@@ -25,7 +25,7 @@ from dbt_oml.om.client import (
     TokenFile,
 )
 from tests.conftest import free_port
-from tests.fakes.openmetadata import FakeOpenMetadata, Principal
+from tests.support.fakes.openmetadata import FakeOpenMetadata, Principal
 
 BASE = "http://om.test"
 

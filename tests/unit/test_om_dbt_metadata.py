@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from dbt_oml.errors import ConfigError
-from dbt_oml.om.dbt_session import DbtCounts
+from dbt_oml.om.metadata.session import DbtCounts
 from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
-from tests.fakes.openmetadata import FakeOpenMetadata, Principal
-from tests.unit.test_om_transport import NS, _event, transport
+from tests.support.fakes.openmetadata import FakeOpenMetadata, Principal
+from tests.support.om_transport import NS, sample_event, transport
 
 DST = "duckdb_pod.warehouse.staging.stg_customers"
 SRC = "duckdb_pod.crm.sales.customers"
@@ -37,7 +37,7 @@ def om() -> FakeOpenMetadata:
 
 def node_event(**hints: Any) -> dict[str, Any]:
     """A model's COMPLETE with dbt-oml's `dbt_oml_node` facet (stg_customers from customers)."""
-    event = _event()
+    event = sample_event()
     event["job"]["facets"] = {"sql": {"query": "select id, email from customers", "dialect": "d"}}
     output = event["outputs"][0]
     output["facets"]["documentation"] = {"description": "Customers, renamed."}
@@ -68,7 +68,7 @@ def dbt_test_event(
     **extra: Any,
 ) -> dict[str, Any]:
     """A dbt test's own run (no outputs) with dbt-oml's `dbt_oml_tests` facet."""
-    event = _event()
+    event = sample_event()
     event["job"] = {"namespace": "dbt", "name": f"test.shop.{name}"}
     event["outputs"] = []
     test = {
@@ -117,7 +117,7 @@ def table(om: FakeOpenMetadata, fqn: str = DST) -> dict[str, Any]:
 def test_events_without_dbt_facets_get_no_dbt_requests(
     om: FakeOpenMetadata, tmp_path: Path
 ) -> None:
-    t = send(om, tmp_path, _event())
+    t = send(om, tmp_path, sample_event())
     assert not [r.path for r in om.requests if any(p in r.path for p in DBT_PATHS)]
     assert t.notes == []
 
@@ -380,7 +380,7 @@ def test_a_part_om_refuses_is_one_line_and_the_rest_goes_on(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     om = FakeOpenMetadata.with_admin("admin-jwt")
-    send(om, tmp_path, _event(), jwt_token="admin-jwt")  # the tables exist already
+    send(om, tmp_path, sample_event(), jwt_token="admin-jwt")  # the tables exist already
     om.add_token("lineage-jwt", Principal("lineage-bot", roles=frozenset({"LineageBotRole"})))
     caplog.set_level(logging.WARNING)
     t = send(om, tmp_path, node_event(), dbt_test_event(), jwt_token="lineage-jwt")

@@ -24,7 +24,7 @@ from dbt_oml.om.auth import BasicLogin, OAuth2ClientCredentials
 from dbt_oml.om.client import MIN_TIMEOUT, OpenMetadataClient
 from dbt_oml.om.retry import UNREACHABLE_RETRIES
 from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
-from tests.unit.test_om_transport import FakeTime, _event
+from tests.support.om_transport import FakeTime, sample_event
 
 
 @pytest.fixture
@@ -97,7 +97,7 @@ def test_om_refusing_connections_costs_two_quick_retries_whatever_the_auth(
     )
     t = OpenMetadataTransport(config, sleep=time.sleep, clock=time.clock)
     for _ in range(4):
-        t.emit(_event())
+        t.emit(sample_event())
     assert t.close() is False
     kept = (tmp_path / "outbox" / "openmetadata.jsonl").read_text().splitlines()
     assert (t.delivered, len(kept)) == (0, 4)

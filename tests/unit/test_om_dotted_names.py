@@ -19,17 +19,17 @@ import pytest
 from openlineage.client.serde import Serde
 
 from dbt_oml.artifacts import read_artifacts
-from dbt_oml.events.builder import build_events
 from dbt_oml.events.invocation import EventSettings, Invocation
+from dbt_oml.events.invocation_events import build_events
 from dbt_oml.lineage.types import IDENTITY, ColumnEdge, ModelLineage, SourceColumn
 from dbt_oml.namespaces import Namespaces
 from dbt_oml.om.prepare import prepare
 from dbt_oml.om.tables import dataset_refs, table_ref
-from tests.fakes.openmetadata import FakeOpenMetadata
-from tests.spec import SPEC, SpecValidator
-from tests.unit.test_om_transport import FakeTime, om, transport
+from tests.support.fakes.openmetadata import FakeOpenMetadata
+from tests.support.om_transport import FakeTime, om, transport
+from tests.support.spec import SPEC, SpecValidator
 
-__all__ = ["om"]  # the fixture, shared with test_om_transport
+__all__ = ["om"]  # the fixture (tests/support/om_transport.py)
 
 BASE = "http://om.test"
 NS = "duckdb://pod"

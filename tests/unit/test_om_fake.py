@@ -1,4 +1,4 @@
-"""The OM stand-in itself, rule by rule against ../shared/ref/openmetadata-api.md ("ref §n"): principals, roles and authorization per endpoint (§4.3, §4.4, §2.9, §9.8).
+"""The OM stand-in itself, rule by rule against docs/reference/openmetadata-api.md ("ref §n"): principals, roles and authorization per endpoint (§4.3, §4.4, §2.9, §9.8).
 
 If one of these fails, the stand-in no longer answers like OM: fix the stand-in, not the test.
 """
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.om_auth import BOT_ROLES, OMError, authorize
-from tests.fakes.openmetadata import FakeOpenMetadata, Principal
-from tests.unit.om_fake_support import (
+from tests.support.fakes.om_auth import BOT_ROLES, OMError, authorize
+from tests.support.fakes.openmetadata import FakeOpenMetadata, Principal
+from tests.support.om_fake_support import (
     NS,
     SRC,
     bearer,

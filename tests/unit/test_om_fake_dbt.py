@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.om_fake_dbt_support import (
+from tests.support.om_fake_dbt_support import (
     TABLE,
     call,
     case_body,
@@ -19,7 +19,7 @@ from tests.unit.om_fake_dbt_support import (
     said,
     table_id,
 )
-from tests.unit.om_fake_support import bearer, client
+from tests.support.om_fake_support import bearer, client
 
 # -- D1 people, system tags and definitions --------------------------------------------------
 

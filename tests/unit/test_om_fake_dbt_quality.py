@@ -10,9 +10,9 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.fakes.om_auth import ANY_DENIED
-from tests.fakes.openmetadata import FakeOpenMetadata
-from tests.unit.om_fake_dbt_support import (
+from tests.support.fakes.om_auth import ANY_DENIED
+from tests.support.fakes.openmetadata import FakeOpenMetadata
+from tests.support.om_fake_dbt_support import (
     TABLE,
     call,
     case_body,

@@ -1,4 +1,4 @@
-"""The OM stand-in itself, rule by rule against ../shared/ref/openmetadata-api.md ("ref §n"): entity bodies, the entity and lineage APIs, scripting (§3, §5).
+"""The OM stand-in itself, rule by rule against docs/reference/openmetadata-api.md ("ref §n"): entity bodies, the entity and lineage APIs, scripting (§3, §5).
 
 If one of these fails, the stand-in no longer answers like OM: fix the stand-in, not the test.
 """
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.om_models import MODELS_DIR, RELEASES, json_schema
-from tests.fakes.openmetadata import Principal
-from tests.unit.om_fake_support import (
+from tests.support.fakes.om_models import MODELS_DIR, RELEASES, json_schema
+from tests.support.fakes.openmetadata import Principal
+from tests.support.om_fake_support import (
     DST,
     SRC,
     bearer,

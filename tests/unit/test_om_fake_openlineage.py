@@ -1,4 +1,4 @@
-"""The OM stand-in itself, rule by rule against ../shared/ref/openmetadata-api.md ("ref §n"): OpenLineage bodies and answers (§1.2-§1.5).
+"""The OM stand-in itself, rule by rule against docs/reference/openmetadata-api.md ("ref §n"): OpenLineage bodies and answers (§1.2-§1.5).
 
 If one of these fails, the stand-in no longer answers like OM: fix the stand-in, not the test.
 """
@@ -10,7 +10,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.unit.om_fake_support import (
+from tests.support.om_fake_support import (
     NS,
     RUN_ID,
     SRC,

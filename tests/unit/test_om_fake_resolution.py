@@ -1,4 +1,4 @@
-"""The OM stand-in itself, rule by rule against ../shared/ref/openmetadata-api.md ("ref §n"): dataset resolution and edges (§2).
+"""The OM stand-in itself, rule by rule against docs/reference/openmetadata-api.md ("ref §n"): dataset resolution and edges (§2).
 
 If one of these fails, the stand-in no longer answers like OM: fix the stand-in, not the test.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.om_fake_support import (
+from tests.support.om_fake_support import (
     DST,
     NS,
     RUN_ID,

@@ -12,16 +12,16 @@ from typing import Any
 
 from dbt_oml.errors import Fault, RateLimitedError, TerminalDeliveryError, classify, status_error
 from dbt_oml.relay.verdicts import Action, verdicts_of
-from tests.fakes.openmetadata import FakeOpenMetadata
-from tests.unit.test_om_transport import _event, om, transport
+from tests.support.fakes.openmetadata import FakeOpenMetadata
+from tests.support.om_transport import om, sample_event, transport
 
-__all__ = ["om"]  # the fixture, shared with test_om_transport
+__all__ = ["om"]  # the fixture (tests/support/om_transport.py)
 
 
 def _two_events() -> tuple[dict[str, Any], dict[str, Any]]:
     """(bad, good): bad reads crm.sales.orders, the first table bootstrap PUTs, which
     `_refusing` makes OM answer with 400; good reads and writes other tables."""
-    good = _event()
+    good = sample_event()
     bad = copy.deepcopy(good)
     bad["run"]["runId"] = "01a22a97-c811-7ab0-b0d7-000000000002"
     bad["job"]["name"] = "model.shop.stg_orders"
@@ -81,7 +81,7 @@ def test_a_failed_event_without_a_reason_says_so(om: FakeOpenMetadata, tmp_path:
     """OM's mapper puts e.getMessage() there, which is null for some exceptions (omitted)."""
     om.fail_events(lambda _event: "")  # a null message: OM omits `reason`
     t = transport(om, tmp_path)
-    outcome = t.deliver([_event()])
+    outcome = t.deliver([sample_event()])
     reasons = [why for _, why in [*outcome.kept, *outcome.rejected]]
     assert reasons, outcome
     assert all("None" not in why for why in reasons)

@@ -17,8 +17,8 @@ import pytest
 
 from dbt_oml.transports import build_transport_factory
 from dbt_oml.transports.openmetadata import OpenMetadataTransport
-from tests.fakes.openmetadata import FakeOpenMetadata
-from tests.unit.test_om_transport import NS, FakeTime, _event, transport
+from tests.support.fakes.openmetadata import FakeOpenMetadata
+from tests.support.om_transport import NS, FakeTime, sample_event, transport
 
 DST = "duckdb_pod.warehouse.staging.stg_customers"
 SRC = "duckdb_pod.crm.sales.customers"
@@ -66,7 +66,7 @@ def test_a_scoped_bot_delivers_with_oms_defaults(
 ) -> None:
     caplog.set_level(logging.INFO)
     t = transport(om, tmp_path)
-    t.emit(_event())
+    t.emit(sample_event())
     assert t.close() is True
     assert t.delivered == 1
     settings_reads = [r for r in om.requests if r.path.endswith("/settings/openLineageSettings")]
@@ -83,13 +83,13 @@ def test_a_scoped_bot_delivers_with_oms_defaults(
 def test_a_partial_schema_adds_columns_but_never_removes_them(
     om: FakeOpenMetadata, tmp_path: Path
 ) -> None:
-    good = _with_schema(_event(), _columns("id", "email", "name"), complete=True)
+    good = _with_schema(sample_event(), _columns("id", "email", "name"), complete=True)
     first = transport(om, tmp_path)
     first.emit(good)
     assert first.close() is True
     assert _columns_in_om(om, DST) == ["id", "email", "name"]
     # a later run without catalog.json: only the declared columns, one of them new
-    degraded = _with_schema(_event(), _columns("id", "added", typed=False), complete=False)
+    degraded = _with_schema(sample_event(), _columns("id", "added", typed=False), complete=False)
     second = transport(om, tmp_path)
     second.emit(degraded)
     assert second.close() is True
@@ -98,11 +98,11 @@ def test_a_partial_schema_adds_columns_but_never_removes_them(
 
 def test_an_empty_partial_schema_writes_nothing(om: FakeOpenMetadata, tmp_path: Path) -> None:
     first = transport(om, tmp_path)
-    first.emit(_with_schema(_event(), _columns("id", "email"), complete=True))
+    first.emit(_with_schema(sample_event(), _columns("id", "email"), complete=True))
     first.close()
     before = len(om.requests)
     second = transport(om, tmp_path)
-    second.emit(_with_schema(_event(), [], complete=False))
+    second.emit(_with_schema(sample_event(), [], complete=False))
     second.close()
     writes = [r for r in om.requests[before:] if r.method == "PUT" and r.path.endswith("/tables")]
     assert writes == []
@@ -111,17 +111,17 @@ def test_an_empty_partial_schema_writes_nothing(om: FakeOpenMetadata, tmp_path: 
 
 def test_an_authoritative_schema_may_drop_a_column(om: FakeOpenMetadata, tmp_path: Path) -> None:
     first = transport(om, tmp_path)
-    first.emit(_with_schema(_event(), _columns("id", "email", "gone"), complete=True))
+    first.emit(_with_schema(sample_event(), _columns("id", "email", "gone"), complete=True))
     first.close()
     second = transport(om, tmp_path)
-    second.emit(_with_schema(_event(), _columns("id", "email"), complete=True))
+    second.emit(_with_schema(sample_event(), _columns("id", "email"), complete=True))
     assert second.close() is True
     assert _columns_in_om(om, DST) == ["id", "email"]
 
 
 def test_only_processed_events_bootstrap(om: FakeOpenMetadata, tmp_path: Path) -> None:
     t = transport(om, tmp_path)
-    t.emit(_event("START"))  # OM's default filter drops START: nothing to create for it
+    t.emit(sample_event("START"))  # OM's default filter drops START: nothing to create for it
     assert t.close() is True
     assert [r for r in om.requests if r.method in ("PUT", "POST")] == []
 
@@ -146,7 +146,7 @@ def test_a_duckdb_namespace_mapped_to_someone_elses_service_is_foreign(
 ) -> None:
     _ingested_duckdb_service(om)
     t = transport(om, tmp_path, services={NS: "lake"})
-    t.emit(_with_schema(_event(), _columns("id", "email"), complete=True))
+    t.emit(_with_schema(sample_event(), _columns("id", "email"), complete=True))
     assert t.close() is True
     table = om.entity("table", "lake.warehouse.staging.stg_customers")
     assert table["tableType"] == "View"
@@ -163,7 +163,7 @@ def test_a_case_mismatched_mapping_never_creates_a_service(
 ) -> None:
     _ingested_duckdb_service(om)
     t = transport(om, tmp_path, services={NS: "LAKE"})
-    t.emit(_event())
+    t.emit(sample_event())
     assert t.close() is True
     assert sorted(om.entities["databaseService"]) == ["lake"]
 
@@ -182,7 +182,7 @@ def test_an_unmarked_service_named_like_dbt_omls_own_is_foreign(
         },
     )
     t = transport(om, tmp_path)
-    t.emit(_with_schema(_event(), _columns("id", "email"), complete=True))
+    t.emit(_with_schema(sample_event(), _columns("id", "email"), complete=True))
     assert t.close() is True
     table = om.entity("table", DST)
     assert table["description"] == "Written by a person."
@@ -208,7 +208,7 @@ def test_oms_1_12_mapping_with_the_wrong_case_is_reported_not_delivered(tmp_path
     _ingested_duckdb_service(om)
     om.settings["namespaceToServiceMapping"] = {NS: "LAKE"}  # OM 1.12 looks this up exactly
     t = transport(om, tmp_path)
-    t.emit(_event())
+    t.emit(sample_event())
     assert t.close() is False
     assert t.delivered == 0
     (problem,) = t.problems
@@ -222,7 +222,7 @@ def test_oms_1_12_mapping_with_the_wrong_case_is_reported_not_delivered(tmp_path
 def test_schema_fields_without_a_type_are_sent_as_unknown(
     om: FakeOpenMetadata, tmp_path: Path
 ) -> None:
-    event = _with_schema(_event(), _columns("id", "email", typed=False), complete=False)
+    event = _with_schema(sample_event(), _columns("id", "email", typed=False), complete=False)
     event["inputs"][0]["facets"]["schema"] = {"fields": _columns("id", typed=False)}
     t = transport(om, tmp_path)
     t.emit(event)
@@ -236,7 +236,7 @@ def test_file_only_inputs_are_left_out_and_nothing_is_kept(
     om: FakeOpenMetadata, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    seed = _event()
+    seed = sample_event()
     seed["inputs"] = [{"namespace": "file", "name": "/p/seeds/country_codes.csv"}]
     t = transport(om, tmp_path)
     t.emit(seed)
@@ -256,8 +256,8 @@ def test_failed_events_are_rejected_with_oms_reason(om: FakeOpenMetadata, tmp_pa
         lambda e: "mapper exploded" if e["eventTime"].startswith("2026-11-30T03:56") else None
     )
     t = transport(om, tmp_path)
-    t.emit(_event())
-    t.emit(_event(time="2026-11-30T03:56:00.000Z"))
+    t.emit(sample_event())
+    t.emit(sample_event(time="2026-11-30T03:56:00.000Z"))
     assert t.close() is False
     assert (t.delivered, t.undelivered) == (1, 1)
     (rejected,) = _kept(tmp_path, "openmetadata.rejected.jsonl")
@@ -268,8 +268,8 @@ def test_failed_events_are_rejected_with_oms_reason(om: FakeOpenMetadata, tmp_pa
 
 def test_a_400_for_one_event_costs_only_that_event(om: FakeOpenMetadata, tmp_path: Path) -> None:
     t = transport(om, tmp_path)
-    t.emit(_event())
-    bad = _event(time="2026-11-30T03:57:00.000Z")
+    t.emit(sample_event())
+    bad = sample_event(time="2026-11-30T03:57:00.000Z")
     bad["producer"] = "not a uri"  # OM: 400 Invalid request format for the whole batch
     t.emit(bad)
     assert t.close() is False
@@ -281,14 +281,14 @@ def test_a_400_for_one_event_costs_only_that_event(om: FakeOpenMetadata, tmp_pat
 def test_a_400_batch_rejects_the_bad_event_and_keeps_the_unresolvable_one(
     om: FakeOpenMetadata, tmp_path: Path
 ) -> None:
-    bad = _event(time="2026-11-30T03:57:00.000Z")
+    bad = sample_event(time="2026-11-30T03:57:00.000Z")
     bad["producer"] = "not a uri"  # OM: 400 Invalid request format for the whole batch
-    unresolvable = _without_lineage(_event(time="2026-11-30T03:58:00.000Z"))
+    unresolvable = _without_lineage(sample_event(time="2026-11-30T03:58:00.000Z"))
     # an input in a namespace no service maps: OM cannot resolve it, bootstrap cannot create it
     unresolvable["inputs"] = [{"namespace": "mssql://erp:1433", "name": "erp.dbo.Invoices"}]
     unresolvable["outputs"][0]["name"] = "warehouse.staging.stg_invoices"
     t = transport(om, tmp_path)
-    for event in (bad, _event(), unresolvable):
+    for event in (bad, sample_event(), unresolvable):
         t.emit(event)
     assert t.close() is False
     assert (t.delivered, t.undelivered) == (1, 2)
@@ -318,12 +318,12 @@ def test_an_event_without_column_lineage_never_erases_oms(
     om: FakeOpenMetadata, tmp_path: Path
 ) -> None:
     first = transport(om, tmp_path)
-    first.emit(_event())
+    first.emit(sample_event())
     assert first.close() is True
     before = _edge(om)
     assert before["columnsLineage"]
     second = transport(om, tmp_path)
-    second.emit(_without_lineage(_event(time="2026-11-30T04:00:00.000Z")))
+    second.emit(_without_lineage(sample_event(time="2026-11-30T04:00:00.000Z")))
     assert second.close() is True
     assert _edge(om) == before
     assert second.guarded == {DST}
@@ -331,23 +331,23 @@ def test_an_event_without_column_lineage_never_erases_oms(
 
 def test_allow_empty_column_lineage_replaces_it(om: FakeOpenMetadata, tmp_path: Path) -> None:
     first = transport(om, tmp_path)
-    first.emit(_event())
+    first.emit(sample_event())
     first.close()
     second = transport(om, tmp_path, allow_empty_column_lineage=True)
-    second.emit(_without_lineage(_event()))
+    second.emit(_without_lineage(sample_event()))
     assert second.close() is True
     assert _edge(om)["columnsLineage"] is None
 
 
 def test_the_guard_holds_without_bootstrap(om: FakeOpenMetadata, tmp_path: Path) -> None:
     first = transport(om, tmp_path)
-    first.emit(_event())
+    first.emit(sample_event())
     assert first.close() is True
     before = _edge(om)
     assert before["columnsLineage"]
     # bootstrap off: no report names the services, the mapping (here the derived name) does
     second = transport(om, tmp_path, bootstrap=False)
-    second.emit(_without_lineage(_event(time="2026-11-30T04:00:00.000Z")))
+    second.emit(_without_lineage(sample_event(time="2026-11-30T04:00:00.000Z")))
     assert second.close() is True
     assert _edge(om) == before
     assert second.guarded == {DST}
@@ -357,11 +357,11 @@ def test_the_guard_rereads_om_for_each_batch(om: FakeOpenMetadata, tmp_path: Pat
     # one transport for many batches (a long run, or the relay): what OM held when the first
     # batch asked is stale once a later batch gave the edge column lineage
     t = transport(om, tmp_path, batch_size=1)
-    t.emit(_without_lineage(_event(time="2026-11-30T04:00:00.000Z")))
-    t.emit(_event(time="2026-11-30T04:01:00.000Z"))
+    t.emit(_without_lineage(sample_event(time="2026-11-30T04:00:00.000Z")))
+    t.emit(sample_event(time="2026-11-30T04:01:00.000Z"))
     held = _edge(om)
     assert held["columnsLineage"]
-    t.emit(_without_lineage(_event(time="2026-11-30T04:02:00.000Z")))
+    t.emit(_without_lineage(sample_event(time="2026-11-30T04:02:00.000Z")))
     assert t.close() is True
     assert _edge(om)["columnsLineage"] == held["columnsLineage"]
     assert t.guarded == {DST}
@@ -371,8 +371,8 @@ def test_a_later_event_of_the_same_batch_never_erases_an_earlier_ones_column_lin
     om: FakeOpenMetadata, tmp_path: Path
 ) -> None:
     t = transport(om, tmp_path)
-    t.emit(_event(time="2026-11-30T04:00:00.000Z"))
-    t.emit(_without_lineage(_event(time="2026-11-30T04:01:00.000Z")))
+    t.emit(sample_event(time="2026-11-30T04:00:00.000Z"))
+    t.emit(_without_lineage(sample_event(time="2026-11-30T04:01:00.000Z")))
     assert t.close() is True
     assert t.delivered == 2
     assert _edge(om)["columnsLineage"]
@@ -392,7 +392,7 @@ def test_after_the_budget_is_spent_the_rest_goes_to_the_outbox_at_once(
     t = transport(om, tmp_path, time, batch_size=1, retry_budget=5)
     om.fail_next([503] * 100)
     for minute in range(5):
-        t.emit(_event(time=f"2026-11-30T04:0{minute}:00.000Z"))
+        t.emit(sample_event(time=f"2026-11-30T04:0{minute}:00.000Z"))
     assert t.close() is False
     assert t.undelivered == 5
     assert sum(time.slept) <= 5
@@ -415,7 +415,7 @@ def test_a_refused_connection_fails_fast(tmp_path: Path) -> None:
     assert isinstance(created, OpenMetadataTransport)
     created.budget.clock, created.budget.sleep = time.clock, time.sleep
     for _ in range(3):
-        created.emit(_event())
+        created.emit(sample_event())
     assert created.close() is False
     assert sum(time.slept) <= 1.5  # one quick retry pair, not the 30 s budget
     assert created.undelivered == 3
@@ -451,7 +451,7 @@ def test_plain_http_with_a_token_warns_once(caplog: pytest.LogCaptureFixture) ->
 
 def test_an_unreadable_token_file_keeps_every_event(om: FakeOpenMetadata, tmp_path: Path) -> None:
     t = transport(om, tmp_path, jwt_token=None, jwt_token_file=str(tmp_path / "missing"))
-    t.emit(_event())
+    t.emit(sample_event())
     assert t.close() is False
     assert (t.delivered, t.undelivered) == (0, 1)
     assert "jwt_token_file" in t.problems[0]

@@ -4,98 +4,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import httpx2
 import pytest
 
 from dbt_oml.errors import ConfigError
 from dbt_oml.transports import build_transport_factory
 from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport, om_event
 from tests.conftest import free_port
-from tests.fakes.openmetadata import FakeOpenMetadata
+from tests.support.fakes.openmetadata import FakeOpenMetadata
+from tests.support.om_transport import BASE, FakeTime, om, sample_event, transport
 
-BASE = "http://om.test"
-NS = "duckdb://pod"
-
-
-class FakeTime:
-    """A clock that moves only when the transport sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-
-def _event(
-    event_type: str = "COMPLETE", *, time: str = "2026-11-30T03:55:00.123Z", source_ns: str = NS
-) -> dict[str, Any]:
-    columns = [{"name": "id", "type": "INTEGER"}, {"name": "email", "type": "VARCHAR"}]
-    lineage = {
-        "fields": {
-            "id": {
-                "inputFields": [
-                    {"namespace": source_ns, "name": "crm.sales.customers", "field": "id"}
-                ],
-                "transformationDescription": "id",
-            }
-        }
-    }
-    return {
-        "eventTime": time,
-        "eventType": event_type,
-        "producer": "https://example.com/producer",
-        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
-        "run": {"runId": "01a22a97-c811-7ab0-b0d7-94051423011d"},
-        "job": {"namespace": "dbt", "name": "dbt-run-shop"},
-        "inputs": [
-            {
-                "namespace": source_ns,
-                "name": "crm.sales.customers",
-                "facets": {"schema": {"fields": columns}},
-            }
-        ],
-        "outputs": [
-            {
-                "namespace": NS,
-                "name": "warehouse.staging.stg_customers",
-                "facets": {"schema": {"fields": columns}, "columnLineage": lineage},
-            }
-        ],
-    }
-
-
-@pytest.fixture
-def om() -> FakeOpenMetadata:
-    return FakeOpenMetadata.with_bot()  # IngestionBotRole + LineageBotRole, not an admin
-
-
-def transport(
-    om: FakeOpenMetadata, tmp_path: Path, time: FakeTime | None = None, **config: Any
-) -> OpenMetadataTransport:
-    cfg = OpenMetadataConfig.from_dict(
-        {"url": BASE, "jwt_token": "bot-jwt", "outbox_dir": str(tmp_path / "outbox"), **config}
-    )
-    time = time or FakeTime()
-    return OpenMetadataTransport(
-        cfg,
-        http=httpx2.Client(transport=httpx2.WSGITransport(app=om)),
-        sleep=time.sleep,
-        clock=time.clock,
-    )
+__all__ = ["om"]  # the fixture (tests/support/om_transport.py)
 
 
 def test_bootstrap_then_batch_draws_the_edge(om: FakeOpenMetadata, tmp_path: Path) -> None:
     t = transport(om, tmp_path)
-    t.emit(_event("START"))
-    t.emit(_event())
+    t.emit(sample_event("START"))
+    t.emit(sample_event())
     assert t.close() is True
     assert om.entity("databaseService", "duckdb_pod")["serviceType"] == "CustomDatabase"
     src = om.entity("table", "duckdb_pod.crm.sales.customers")
@@ -117,11 +42,11 @@ def test_bootstrap_then_batch_draws_the_edge(om: FakeOpenMetadata, tmp_path: Pat
 
 def test_offsets_and_microseconds_are_normalised(om: FakeOpenMetadata, tmp_path: Path) -> None:
     t = transport(om, tmp_path)
-    t.emit(_event(time="2026-11-30T04:55:00.123456+01:00"))
+    t.emit(sample_event(time="2026-11-30T04:55:00.123456+01:00"))
     assert t.close() is True
     (batch,) = [r for r in om.requests if r.path.endswith("/lineage/batch")]
     assert batch.body["events"][0]["eventTime"] == "2026-11-30T03:55:00.123Z"
-    assert om_event(_event(), copy_column_lineage=True)["outputs"][0]["outputFacets"][
+    assert om_event(sample_event(), copy_column_lineage=True)["outputs"][0]["outputFacets"][
         "columnLineage"
     ]
 
@@ -132,7 +57,7 @@ def test_transient_errors_are_retried_within_the_budget(
     om.fail_next([503, 503])
     time = FakeTime()
     t = transport(om, tmp_path, time)
-    t.emit(_event())
+    t.emit(sample_event())
     assert t.close() is True
     assert time.slept == [0.5, 1.0]
     assert t.undelivered == 0
@@ -150,8 +75,8 @@ def test_om_down_for_the_whole_run_keeps_everything(tmp_path: Path) -> None:
     )
     time = FakeTime()
     t = OpenMetadataTransport(cfg, sleep=time.sleep, clock=time.clock)
-    t.emit(_event())
-    t.emit(_event("START"))
+    t.emit(sample_event())
+    t.emit(sample_event("START"))
     assert t.close() is False
     assert t.undelivered == 2
     assert sum(time.slept) <= 10
@@ -166,7 +91,7 @@ def test_events_om_cannot_resolve_are_kept_with_the_reason(
     om: FakeOpenMetadata, tmp_path: Path
 ) -> None:
     t = transport(om, tmp_path, bootstrap=False)  # nothing exists in OM: nothing resolves
-    t.emit(_event())
+    t.emit(sample_event())
     assert t.close() is False
     assert t.delivered == 0
     assert t.undelivered == 1
@@ -178,7 +103,7 @@ def test_missing_foreign_service_is_one_line(om: FakeOpenMetadata, tmp_path: Pat
     om.seed("databaseService", {"name": "Other", "serviceType": "Mssql"})
     t = transport(om, tmp_path, services={"mssql://src:1433": "source_sql"})
     for _ in range(3):
-        t.emit(_event(source_ns="mssql://src:1433"))
+        t.emit(sample_event(source_ns="mssql://src:1433"))
     assert t.close() is False
     (line,) = t.problems  # one line for the cause, however many events it costs
     assert line.startswith("3 event(s) not delivered")
@@ -191,8 +116,8 @@ def test_case_mismatched_service_is_corrected_once(
 ) -> None:
     om.seed("databaseService", {"name": "MSSQL", "serviceType": "Mssql"})
     t = transport(om, tmp_path, services={"mssql://src:1433": "mssql"})
-    t.emit(_event(source_ns="mssql://src:1433"))
-    t.emit(_event(source_ns="mssql://src:1433", time="2026-11-30T03:56:00.000Z"))
+    t.emit(sample_event(source_ns="mssql://src:1433"))
+    t.emit(sample_event(source_ns="mssql://src:1433", time="2026-11-30T03:56:00.000Z"))
     assert t.close() is True
     assert om.entity("table", "MSSQL.crm.sales.customers") is not None
     assert om.entity("databaseService", "mssql") is None
@@ -203,11 +128,11 @@ def test_case_mismatched_service_is_corrected_once(
 
 def test_rerun_is_cheap(om: FakeOpenMetadata, tmp_path: Path) -> None:
     first = transport(om, tmp_path)
-    first.emit(_event())
+    first.emit(sample_event())
     first.close()
     before = len(om.requests)
     second = transport(om, tmp_path)
-    second.emit(_event())
+    second.emit(sample_event())
     assert second.close() is True
     new = om.requests[before:]
     assert [r for r in new if r.method in ("PUT", "POST") and "openlineage" not in r.path] == []
@@ -231,7 +156,7 @@ def test_the_factory_knows_openmetadata() -> None:
 def test_dry_run_plan_names_methods_and_writes_nothing(
     om: FakeOpenMetadata, tmp_path: Path
 ) -> None:
-    plan = transport(om, tmp_path).plan([_event()])
+    plan = transport(om, tmp_path).plan([sample_event()])
     assert "PUT /api/v1/services/databaseServices duckdb_pod" in plan
     assert "PUT /api/v1/tables duckdb_pod.warehouse.staging.stg_customers" in plan
     assert [r for r in om.requests if r.method in ("PUT", "POST")] == []
@@ -264,7 +189,7 @@ def test_object_storage_gets_a_service_and_a_container_per_folder(
             "description": "ingested",
         },
     )
-    event = _event()
+    event = sample_event()
     event["inputs"].append({"namespace": "s3://lake", "name": "raw/events/*.parquet"})
     t = transport(om, tmp_path)
     t.emit(event)
@@ -292,6 +217,6 @@ def test_jetstream_without_nats_py_says_how_to_install(monkeypatch: pytest.Monke
 def test_jetstream_message_ids_identify_the_run_and_event() -> None:
     from dbt_oml.transports.jetstream import message_id
 
-    event = _event()
+    event = sample_event()
     assert message_id(event) == message_id(json.loads(json.dumps(event)))
-    assert message_id(event) != message_id(_event("START"))
+    assert message_id(event) != message_id(sample_event("START"))

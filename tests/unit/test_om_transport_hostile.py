@@ -13,10 +13,10 @@ import httpx2
 import pytest
 
 from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
-from tests.fakes.openmetadata import FakeOpenMetadata
-from tests.unit.test_om_transport import BASE, FakeTime, _event, om, transport
+from tests.support.fakes.openmetadata import FakeOpenMetadata
+from tests.support.om_transport import BASE, FakeTime, om, sample_event, transport
 
-__all__ = ["om"]  # the fixture, shared with test_om_transport
+__all__ = ["om"]  # the fixture (tests/support/om_transport.py)
 
 
 # -- a hostile world: a proxy or an SSO page answering instead of OM (issue 27) -------------
@@ -49,7 +49,7 @@ def test_a_token_endpoint_answering_html_keeps_every_event(
     om.answer_html_next("/api/v1/users/login" if auth == "login" else "/oauth/token")
     t = transport(om, tmp_path, **creds)
     for _ in range(3):
-        t.emit(_event())
+        t.emit(sample_event())
     assert t.close() is False
     assert t.delivered == 0
     assert _kept(t) == 3
@@ -68,7 +68,7 @@ def test_a_200_that_is_not_oms_answer_counts_nothing_delivered(
     om.answer_html_next(endpoint, times=99)  # the page stands for the whole retry budget
     t = transport(om, tmp_path)
     for _ in range(3):
-        t.emit(_event())
+        t.emit(sample_event())
     assert t.close() is False
     assert (t.delivered, _kept(t), om.edges) == (0, 3, {})
     assert "not OpenMetadata's answer" in t.problems[0]
@@ -84,7 +84,7 @@ def test_an_unexpected_failure_in_delivery_keeps_the_batch(
 
     monkeypatch.setattr(t, "deliver", broken)
     for _ in range(3):
-        t.emit(_event())
+        t.emit(sample_event())
     assert t.close() is False
     assert (t.delivered, _kept(t)) == (0, 3)
     assert "delivery failed unexpectedly (RuntimeError: a bug)" in t.problems[0]
@@ -96,7 +96,7 @@ def test_a_413_halves_the_batch_until_it_fits(om: FakeOpenMetadata, tmp_path: Pa
     om.fail_next([413, 413], "/api/v1/openlineage/lineage/batch")  # 4, then the first 2
     t = transport(om, tmp_path)
     for _ in range(4):
-        t.emit(_event())
+        t.emit(sample_event())
     assert t.close() is True, t.problems
     assert t.delivered == 4
     batches = [r for r in om.requests if r.path.endswith("/batch")]
@@ -111,7 +111,7 @@ def test_a_proxy_page_for_a_moment_is_retried_within_the_budget(
     time = FakeTime()
     t = transport(om, tmp_path, time)
     for _ in range(3):
-        t.emit(_event())
+        t.emit(sample_event())
     assert t.close() is True, t.problems
     assert (t.delivered, _kept(t), time.slept) == (3, 0, [0.5])
     assert len(om.edges) == 1
@@ -137,8 +137,8 @@ def test_a_bootstrap_endpoint_answering_html_keeps_every_event(
     om.answer_html_next(prefix, times=999)
     t = transport(om, tmp_path)
     for _ in range(3):
-        t.emit(_event("START"))
-        t.emit(_event())
+        t.emit(sample_event("START"))
+        t.emit(sample_event())
     assert t.close() is False
     assert (t.delivered, t.undelivered, _kept(t), om.edges) == (0, 6, 6, {})
     (problem,) = t.problems
@@ -156,7 +156,7 @@ def test_a_gateways_429_is_retried_after_its_retry_after(
     time = FakeTime()
     t = transport(om, tmp_path, time)
     for _ in range(3):
-        t.emit(_event())
+        t.emit(sample_event())
     assert t.close() is True, t.problems
     assert (t.delivered, time.slept, len(om.edges)) == (3, [7.0], 1)
 
@@ -176,7 +176,7 @@ def test_a_retry_after_date_is_counted_from_the_injected_clock(
         clock=time.clock,
         now=lambda: datetime(2026, 12, 2, 10, 0, tzinfo=timezone.utc),
     )
-    t.emit(_event())
+    t.emit(sample_event())
     assert t.close() is True, t.problems
     assert time.slept == [6.0]
 
@@ -188,14 +188,14 @@ def test_a_retry_after_beyond_the_budget_keeps_the_batch_at_once(
     time = FakeTime()
     t = transport(om, tmp_path, time)
     for _ in range(3):
-        t.emit(_event())
+        t.emit(sample_event())
     assert t.close() is False
     assert (t.delivered, _kept(t), time.slept, om.edges) == (0, 3, [], {})
     assert "429" in t.problems[0]
 
 
 def _big(size: int) -> dict[str, Any]:
-    event = _event()
+    event = sample_event()
     event["job"]["facets"] = {
         "sql": {
             "_producer": "https://example.com/producer",
@@ -213,7 +213,7 @@ def test_a_413_above_the_body_limit_narrows_to_the_one_event_too_big(
     the reason, the others delivered."""
     om.limit_body(20_000)
     t = transport(om, tmp_path)
-    for event in (_event(), _event(), _event(), _big(30_000)):
+    for event in (sample_event(), sample_event(), sample_event(), _big(30_000)):
         t.emit(event)
     assert t.close() is False
     rejected = (Path(t.config.outbox_dir) / "openmetadata.rejected.jsonl").read_text().splitlines()
@@ -227,7 +227,7 @@ def test_a_413_above_the_body_limit_narrows_to_the_one_event_too_big(
 
 def _storage_event() -> dict[str, Any]:
     """Postable, but no table edge to count (an object-storage input: ref §2.3)."""
-    event = _event()
+    event = sample_event()
     event["inputs"] = [{"namespace": "s3://bucket", "name": "raw/customers.csv"}]
     return event
 
@@ -241,7 +241,7 @@ def test_a_413_from_the_single_endpoint_rejects_that_event_only(
     om.fail_next([413], "/api/v1/openlineage/lineage")  # the first event alone
     t = transport(om, tmp_path)
     t.emit(_storage_event())
-    t.emit(_event())
+    t.emit(sample_event())
     assert t.close() is False
     rejected = (Path(t.config.outbox_dir) / "openmetadata.rejected.jsonl").read_text().splitlines()
     assert (t.delivered, _kept(t), len(rejected)) == (1, 0, 1)
@@ -258,7 +258,7 @@ def test_a_single_endpoint_answering_404_keeps_the_batch(
     om.fail_next([404], "/api/v1/openlineage/lineage")
     t = transport(om, tmp_path)
     t.emit(_storage_event())
-    t.emit(_event())
+    t.emit(sample_event())
     assert t.close() is False
     assert (t.delivered, _kept(t)) == (0, 2)
     assert "404" in t.problems[0]
@@ -280,8 +280,8 @@ def test_an_exception_deep_in_a_request_keeps_the_batch(
     )
     t = OpenMetadataTransport(cfg, http=httpx2.Client(transport=httpx2.WSGITransport(app=app)))
     for _ in range(2):
-        t.emit(_event("START"))
-        t.emit(_event())
+        t.emit(sample_event("START"))
+        t.emit(sample_event())
     assert t.close() is False
     assert (t.delivered, _kept(t)) == (0, 4)
     assert "delivery failed unexpectedly (ValueError: a bug below the client)" in t.problems[0]

@@ -10,12 +10,12 @@ import pytest
 from dbt_oml.errors import ConfigError
 from dbt_oml.om.names import check_name, fqn
 from dbt_oml.om.types import MAX_LENGTH, om_column
-from tests.fakes.om_models import json_schema
+from tests.support.fakes.om_models import json_schema
 
 
 @pytest.fixture(scope="module", params=["2.0", "1.12"])
 def validate(request: pytest.FixtureRequest) -> Any:
-    """OM's own Column schema (its generated model, tests/fakes/om_models), per version."""
+    """OM's own Column schema (its generated model, tests/support/fakes/om_models), per version."""
     import jsonschema
 
     return jsonschema.Draft202012Validator(

@@ -18,7 +18,7 @@ CORE = [
     "dbt_oml.events.facets",
     "dbt_oml.artifacts",
     "dbt_oml.namespaces",
-    "dbt_oml.events.builder",
+    "dbt_oml.events.invocation_events",
     "dbt_oml.events.invocation",
     "dbt_oml.events.ids",
     "dbt_oml.lineage.filerefs",

@@ -5,32 +5,33 @@ unsendable events land in the outbox."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dbt_oml.artifacts import read_artifacts
-from dbt_oml.config import Settings, load_settings
-from dbt_oml.config.settings import changed
+from dbt_oml.config import Settings
 from dbt_oml.dbt.runner import DbtContext, NodeStarted
 from dbt_oml.delivery.emitter import read_outbox
-from dbt_oml.namespaces import CatalogSpec
 from dbt_oml.pipeline.live import LiveEmitter, finish
 from dbt_oml.pipeline.report import Report
 from tests.conftest import PROJECT
+from tests.support.live_pipeline import (
+    ARTIFACTS,
+    INVOCATION,
+    MODEL,
+    PARENT,
+    STARTED,
+    dbt_context,
+    file_transport,
+    settings_in,
+)
 
-ARTIFACTS = Path(__file__).resolve().parents[1] / "golden" / "artifacts"
 EVENTS = 90  # what `dbt-oml build` sent for this invocation
-MODEL = "model.jaffle_oml.stg_orders"
-PARENT = "dbt-run-jaffle_oml"
-_META = json.loads((ARTIFACTS / "run_results.json").read_text())["metadata"]
-INVOCATION = _META["invocation_id"]
-STARTED = datetime.fromisoformat(_META["invocation_started_at"].replace("Z", "+00:00"))
 
 
 @pytest.fixture
@@ -41,37 +42,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
     return copy
-
-
-def _context(project: Path, **changes: Any) -> DbtContext:
-    context = DbtContext(
-        invocation_id=INVOCATION,
-        started_at=STARTED,
-        command="build",
-        project_name="jaffle_oml",
-        project_version="1.0.0",
-        project_root=project,
-        target_path=project / "target",
-        profiles_dir=str(project),
-        profile_name="jaffle_oml",
-        target_name="local",
-        adapter_type="duckdb",
-        dbt_version="1.11.16",
-        catalogs=(
-            CatalogSpec(alias="warehouse", type="duckdb", path="warehouse.duckdb"),
-            CatalogSpec(alias="crm", type="duckdb", path="crm.duckdb"),
-            CatalogSpec(alias="dw", type="duckdb", path="dw.duckdb"),
-        ),
-    )
-    return dataclasses.replace(context, **changes)
-
-
-def _settings(cwd: Path, **changes: Any) -> Settings:
-    return changed(load_settings(cli={}, environ={}, cwd=cwd, home=cwd), **changes)
-
-
-def _file(path: Path) -> dict[str, Any]:
-    return {"type": "file", "log_file_path": str(path), "append": True}
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -89,7 +59,7 @@ def _run(
     events_file = Path(str(where)) if where and not Path(str(where)).is_dir() else None
     seen: list[int] = []
     live = LiveEmitter(settings, cwd=project.parent, report=Report())
-    context = context or _context(project)
+    context = context or dbt_context(project)
     live.on_invocation(context)
     seen.append(len(_lines(events_file)) if events_file else 0)
     model_start = STARTED + timedelta(seconds=1)
@@ -107,7 +77,7 @@ def _run(
 
 def test_starts_go_out_live_and_every_run_is_sent_once(project: Path) -> None:
     events_file = project.parent / "events.jsonl"
-    live, seen = _run(project, _settings(project.parent, transport=_file(events_file)))
+    live, seen = _run(project, settings_in(project.parent, transport=file_transport(events_file)))
     assert seen == [1, 2]  # the parent START at once, the model's START when dbt starts it
     sent = _lines(events_file)
     assert (sent[0]["job"]["name"], sent[0]["eventType"]) == (PARENT, "START")
@@ -126,7 +96,7 @@ def test_starts_go_out_live_and_every_run_is_sent_once(project: Path) -> None:
 def test_undelivered_events_land_in_the_outbox(project: Path) -> None:
     directory = project.parent / "not-a-file"
     directory.mkdir()
-    live, _ = _run(project, _settings(project.parent, transport=_file(directory)))
+    live, _ = _run(project, settings_in(project.parent, transport=file_transport(directory)))
     outbox = project / "target" / "dbt_oml" / "outbox" / f"{INVOCATION}.jsonl"
     assert live.report.delivery.outbox == outbox
     assert (live.report.delivery.delivered, live.report.delivery.failed) == (0, EVENTS)
@@ -136,7 +106,7 @@ def test_undelivered_events_land_in_the_outbox(project: Path) -> None:
 
 
 def test_an_unusable_transport_keeps_every_event_and_dbt_goes_on(project: Path) -> None:
-    settings = _settings(project.parent, transport={"type": "no-such-transport"})
+    settings = settings_in(project.parent, transport={"type": "no-such-transport"})
     live, _ = _run(project, settings)
     assert live.report.destination == "nowhere (transport not configured)"
     outbox = project / "target" / "dbt_oml" / "outbox" / f"{INVOCATION}.jsonl"
@@ -146,7 +116,9 @@ def test_an_unusable_transport_keeps_every_event_and_dbt_goes_on(project: Path) 
 
 def test_without_artifacts_only_the_invocation_run_is_ended(project: Path) -> None:
     events_file = project.parent / "events.jsonl"
-    _run(project, _settings(project.parent, transport=_file(events_file)), artifacts=False)
+    _run(
+        project, settings_in(project.parent, transport=file_transport(events_file)), artifacts=False
+    )
     sent = _lines(events_file)
     kinds = [(e["job"]["name"].rsplit(".", 1)[-1], e["eventType"]) for e in sent]
     # parent START, the model's live START, parent COMPLETE: no node end without artifacts
@@ -155,9 +127,9 @@ def test_without_artifacts_only_the_invocation_run_is_ended(project: Path) -> No
 
 def test_a_manifest_of_another_invocation_is_not_used_for_live_starts(project: Path) -> None:
     events_file = project.parent / "events.jsonl"
-    other = _context(project, invocation_id="00000000-0000-0000-0000-000000000000")
+    other = dbt_context(project, invocation_id="00000000-0000-0000-0000-000000000000")
     live, seen = _run(
-        project, _settings(project.parent, transport=_file(events_file)), context=other
+        project, settings_in(project.parent, transport=file_transport(events_file)), context=other
     )
     assert seen == [1, 1]  # no live START for the model
     assert any("live START events skipped" in p for p in live.report.problems)
@@ -187,7 +159,7 @@ def test_docs_generate_is_given_the_runs_own_flags(
     (jaffle_oml, local) to a run given neither made `docs generate` parse everything again."""
     from dbt_oml.dbt.runner import docs_generate_args
 
-    args = docs_generate_args(_context(project, cli_vars={"fail_model": True}, **flags))
+    args = docs_generate_args(dbt_context(project, cli_vars={"fail_model": True}, **flags))
     given = [a for a in args if a in ("--profile", "--target") or a in flags.values()]
     assert given == expected
     assert args[args.index("--vars") + 1] == '{"fail_model": true}'

@@ -13,8 +13,8 @@ import pytest
 from openlineage.client.serde import Serde
 
 from dbt_oml.artifacts import read_artifacts
-from dbt_oml.events.builder import build_events
 from dbt_oml.events.invocation import EventSettings, Invocation
+from dbt_oml.events.invocation_events import build_events
 from dbt_oml.namespaces import Namespaces
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "golden" / "artifacts"

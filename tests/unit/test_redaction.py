@@ -29,12 +29,12 @@ from dbt_oml.console import setup_logging
 from dbt_oml.delivery.emitter import to_dict
 from dbt_oml.delivery.outbox import append_events, append_reason
 from dbt_oml.errors import NamespaceError
-from dbt_oml.events.builder import build_events
 from dbt_oml.events.invocation import EventSettings, Invocation
+from dbt_oml.events.invocation_events import build_events
 from dbt_oml.namespaces import CatalogSpec, Namespaces, namespace_for, resolve_namespaces
 from dbt_oml.redaction import Redactor, redact, redact_event, secrets_in, secrets_of
 from tests.conftest import MINI
-from tests.unit.test_events import STARTED
+from tests.support.events import STARTED
 
 SPECIAL = "@:/?#%; "
 _ALPHABET = string.ascii_letters + string.digits + SPECIAL
@@ -462,7 +462,7 @@ def test_om_url_user_info_never_leaves_a_failed_delivery(
     from dbt_oml.pipeline.sending import delivery_for
     from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
     from tests.conftest import free_port
-    from tests.unit.test_om_transport import FakeTime
+    from tests.support.om_transport import FakeTime
 
     caplog.set_level(logging.DEBUG)
     url = f"https://bot:S3cr%3Ft@127.0.0.1:{free_port()}"  # nothing listens there

@@ -1,4 +1,4 @@
-"""The spec validator of tests/spec.py: it accepts valid events and really rejects invalid ones.
+"""The spec validator of tests/support/spec.py: it accepts valid events and really rejects invalid ones.
 
 The format checkers need nothing; the rest reads ../shared/openlineage-spec and is skipped
 without it. The events come from the hand-trimmed artifacts (no dbt run).
@@ -16,11 +16,11 @@ from openlineage.client.serde import Serde
 
 from dbt_oml.artifacts import read_artifacts
 from dbt_oml.events import facets
-from dbt_oml.events.builder import build_events
 from dbt_oml.events.invocation import EventSettings, Invocation
+from dbt_oml.events.invocation_events import build_events
 from dbt_oml.namespaces import Namespaces
 from dbt_oml.pipeline.run_inputs import PRODUCER
-from tests.spec import SPEC, SpecValidator, is_date_time, is_uri, is_uuid
+from tests.support.spec import SPEC, SpecValidator, is_date_time, is_uri, is_uuid
 
 needs_spec = pytest.mark.skipif(
     not SPEC.is_dir(), reason=f"OpenLineage JSON schemas not found at {SPEC} (../shared)"

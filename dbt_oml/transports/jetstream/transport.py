@@ -7,7 +7,7 @@ cluster, a publish that meets a leader election or a lost server is retried on a
 within `retry_budget` (same id: stored once). When no server answers within `connect_timeout` (per
 server), or the budget is spent, events go to the outbox (the JSON lines `dbt-oml replay` reads)
 and one line names the server and the cause: nothing is lost. nats-py is optional
-(`pip install 'dbt-oml[nats]'`, see jetstream_connection); the transport owns a private event
+(`pip install 'dbt-oml[nats]'`, see connection); the transport owns a private event
 loop, so asyncio stays inside.
 """
 
@@ -26,7 +26,7 @@ from tenacity import RetryCallState
 
 from dbt_oml.delivery.outbox import Keeper
 from dbt_oml.errors import ConfigError
-from dbt_oml.events import serialize as event_json
+from dbt_oml.events import serialize
 from dbt_oml.retry import exponential, within
 from dbt_oml.transports.jetstream.config import JetStreamConfig
 from dbt_oml.transports.jetstream.connection import (
@@ -114,7 +114,7 @@ class JetStreamTransport(Transport):
             await close_quietly(nc, timeout=self.config.connect_timeout)
 
     def emit(self, event: Any) -> None:
-        doc = event_json.to_dict(event) if not isinstance(event, dict) else dict(event)
+        doc = serialize.to_dict(event) if not isinstance(event, dict) else dict(event)
         if self._dead is not None:
             self._keep(doc, self._dead)
             return

@@ -23,7 +23,7 @@ from dbt_oml.om.client import (
     TokenFile,
     TokenProvider,
 )
-from dbt_oml.om.dbt_session import PARTS, dbt_parts
+from dbt_oml.om.metadata.session import PARTS, dbt_parts
 from dbt_oml.redaction import REDACTOR, redact
 from dbt_oml.transports.options import coerce, known_values
 

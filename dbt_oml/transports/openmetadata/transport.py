@@ -11,7 +11,7 @@ posted one by one to find which ones OM could not resolve. An edge with a table 
 holds a dot, which OM's endpoint cannot resolve, goes through PUT /api/v1/lineage instead
 (dotted.py). When events carry dbt-oml's own dbt facets, the tables dbt-oml owns also
 get what OM's dbt ingestion shows (descriptions, tags, owners, the dbt tab, tests with a result
-per run: om.dbt_metadata), each part switchable.
+per run: om.metadata.writer), each part switchable.
 
 Every request of a run shares one retry budget (om.retry); once it is spent, the rest goes to the
 outbox at once through `delivery.outbox.Keeper` (stem `openmetadata`): `openmetadata.jsonl`
@@ -36,11 +36,11 @@ from openlineage.client.transport.transport import Transport
 
 from dbt_oml.delivery.outbox import Keeper
 from dbt_oml.errors import DbtOmlError, status_error
-from dbt_oml.events import serialize as event_json
+from dbt_oml.events import serialize
 from dbt_oml.om.bootstrap import Bootstrap, BootstrapReport, ServiceMapping
 from dbt_oml.om.client import OpenMetadataClient
-from dbt_oml.om.dbt_metadata import TABLE_FIELDS, DbtMetadata
 from dbt_oml.om.event_check import event_problem
+from dbt_oml.om.metadata.writer import TABLE_FIELDS, DbtMetadata
 from dbt_oml.om.prepare import Prepared, prepare
 from dbt_oml.om.retry import RetryBudget
 from dbt_oml.redaction import redact
@@ -136,9 +136,9 @@ class OpenMetadataTransport(Transport):
     # -- Transport API ----------------------------------------------------------------------
 
     def emit(self, event: Any) -> None:
-        # event_json: Serde.to_dict's dict in one pass (3x faster on large runs)
+        # serialize: Serde.to_dict's dict in one pass (3x faster on large runs)
         self._buffer.append(
-            event_json.to_dict(event) if not isinstance(event, dict) else dict(event)
+            serialize.to_dict(event) if not isinstance(event, dict) else dict(event)
         )
         if len(self._buffer) >= self.config.batch_size:
             self.flush()

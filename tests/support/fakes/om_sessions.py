@@ -16,11 +16,11 @@ import uuid
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from tests.fakes.om_auth import OMError, Principal, authorize_admin, bot_principal
-from tests.fakes.om_http import Call, json_patch
+from tests.support.fakes.om_auth import OMError, Principal, authorize_admin, bot_principal
+from tests.support.fakes.om_http import Call, json_patch
 
 if TYPE_CHECKING:
-    from tests.fakes.openmetadata import Answer, FakeOpenMetadata
+    from tests.support.fakes.openmetadata import Answer, FakeOpenMetadata
 
 
 def authenticate(fake: FakeOpenMetadata, call: Call) -> Principal:

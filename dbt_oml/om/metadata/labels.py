@@ -1,6 +1,6 @@
 """Tag labels and owner references for dbt metadata, looked up in OpenMetadata once per run.
 
-I/O adapter (through om.dbt_session). dbt tags become tags of one classification (`dbtTags` by
+I/O adapter (through om.metadata.session). dbt tags become tags of one classification (`dbtTags` by
 default), created when missing, as OM's own dbt ingestion does (ref §9.2); `meta.openmetadata`
 tags, glossary terms and tiers are used only when OM has them. Owners (ref §9.5) are looked up
 exactly, since a bot cannot rely on the search index: a name is a Group team, else a user (a
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from dbt_oml.errors import ConfigError
-from dbt_oml.om.dbt_session import Session
+from dbt_oml.om.metadata.session import Session
 from dbt_oml.om.names import check_name, quote
 
 logger = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """dbt tests as OpenMetadata test cases, with one result per test per run (ref §9.6, §9.7).
 
-I/O adapter (through om.dbt_session). Per test of an owned table: one test definition per dbt
+I/O adapter (through om.metadata.session). Per test of an owned table: one test definition per dbt
 test type and entity type (`not_null`, `unique_table` for a table-level use; a singular test
 is its own type), `testPlatforms: ["dbt"]`, created when missing and never changed; one test case
 named after the dbt test, linked to its column when it has one (OM then files it in the table's
@@ -17,8 +17,8 @@ from typing import Any, Final
 from urllib.parse import quote as url_quote
 
 from dbt_oml.om.bootstrap import Bootstrap
-from dbt_oml.om.dbt_docs import DbtTestDoc
-from dbt_oml.om.dbt_session import Session
+from dbt_oml.om.metadata.docs import DbtTestDoc
+from dbt_oml.om.metadata.session import Session
 from dbt_oml.om.names import quote
 
 #: dbt status -> OM testCaseStatus, as OM's dbt ingestion maps them; anything else: Aborted.
@@ -37,7 +37,7 @@ _UNLINKABLE = set(":<>|")
 def definition_name(test: DbtTestDoc, column: str | None) -> str:
     """One definition per dbt test type and entity type (OM 2.0's dbt naming, ref §9.6).
 
-    >>> from dbt_oml.om.dbt_docs import DbtTestDoc
+    >>> from dbt_oml.om.metadata.docs import DbtTestDoc
     >>> t = DbtTestDoc(unique_id="t", name="unique_o_id", type="unique", generic=True,
     ...                status="pass", timestamp=0, namespace="n", dataset="d")
     >>> definition_name(t, "id"), definition_name(t, None)
@@ -51,7 +51,7 @@ def definition_name(test: DbtTestDoc, column: str | None) -> str:
 def result_body(test: DbtTestDoc) -> dict[str, Any]:
     """The CreateTestCaseResult of one test run.
 
-    >>> from dbt_oml.om.dbt_docs import DbtTestDoc
+    >>> from dbt_oml.om.metadata.docs import DbtTestDoc
     >>> t = DbtTestDoc(unique_id="t", name="n", type="unique", generic=True, status="fail",
     ...                timestamp=1796102637820, namespace="n", dataset="d", failures=3,
     ...                message="Got 3 results, configured to fail if != 0")
@@ -192,7 +192,7 @@ def _column(table: dict[str, Any], name: str | None) -> str | None:
 def _params(test: DbtTestDoc) -> str:
     """dbt's arguments as one text (OM's dbt ingestion joins the values; names help here).
 
-    >>> from dbt_oml.om.dbt_docs import DbtTestDoc
+    >>> from dbt_oml.om.metadata.docs import DbtTestDoc
     >>> _params(DbtTestDoc(unique_id="t", name="n", type="accepted_values", generic=True,
     ...     status="pass", timestamp=0, namespace="n", dataset="d",
     ...     params={"column_name": "s", "values": '["a", "b"]'}))

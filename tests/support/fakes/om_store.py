@@ -13,14 +13,14 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tests.fakes import om_catalog
-from tests.fakes.om_auth import OMError, Principal, authorize
-from tests.fakes.om_entities import TABLE_FIELDS, Kind, content, keep_column_descriptions
-from tests.fakes.om_http import Call
-from tests.fakes.om_rules import check_columns, quote, stored_columns
+from tests.support.fakes import om_catalog
+from tests.support.fakes.om_auth import OMError, Principal, authorize
+from tests.support.fakes.om_entities import TABLE_FIELDS, Kind, content, keep_column_descriptions
+from tests.support.fakes.om_http import Call
+from tests.support.fakes.om_rules import check_columns, quote, stored_columns
 
 if TYPE_CHECKING:
-    from tests.fakes.openmetadata import Answer, FakeOpenMetadata
+    from tests.support.fakes.openmetadata import Answer, FakeOpenMetadata
 
 
 def write(fake: FakeOpenMetadata, call: Call, kind: Kind, principal: Principal) -> Answer:

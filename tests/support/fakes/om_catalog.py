@@ -27,14 +27,14 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from tests.fakes.om_auth import OMError, Principal, authorize
-from tests.fakes.om_entities import BY_ENTITY, content
-from tests.fakes.om_http import json_patch
-from tests.fakes.om_rules import is_uuid, quote, stored_columns
+from tests.support.fakes.om_auth import OMError, Principal, authorize
+from tests.support.fakes.om_entities import BY_ENTITY, content
+from tests.support.fakes.om_http import json_patch
+from tests.support.fakes.om_rules import is_uuid, quote, stored_columns
 
 if TYPE_CHECKING:
-    from tests.fakes.om_http import Call
-    from tests.fakes.openmetadata import Answer, FakeOpenMetadata
+    from tests.support.fakes.om_http import Call
+    from tests.support.fakes.openmetadata import Answer, FakeOpenMetadata
 
 SYSTEM_TAGS = {
     "PII": ("Sensitive", "NonSensitive", "None"),

@@ -2,7 +2,7 @@
 
 PyPI's `openmetadata-ingestion` ships, under `metadata.generated.schema`, the models that OM's
 build generates from its JSON schemas (`openmetadata-spec/.../json/schema/`, the files the server
-binds request bodies with). `python -m tests.fakes.om_models` (run by `make test`) installs each
+binds request bodies with). `python -m tests.support.fakes.om_models` (run by `make test`) installs each
 pinned release with `--no-deps` into a folder of its own under OM_MODELS_DIR (default
 `.venv/om-models`: outside site-packages, as the package registers a pytest plugin and needs 100
 dependencies to import whole), then writes each release's schemas to `<release>.json` there, one
@@ -31,7 +31,7 @@ from typing import Any
 
 #: The version the stand-in plays -> the openmetadata-ingestion release whose models it reads.
 RELEASES = {"2.0": "2.0.7.0", "1.12": "1.12.14.2"}
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MODELS_DIR = Path(os.environ.get("OM_MODELS_DIR") or ROOT / ".venv" / "om-models")
 
 #: OM's schema file (below json/schema/) -> the model generated from it; `file#Model` names a
@@ -77,7 +77,7 @@ def _schemas(release: str) -> dict[str, Any]:
     if not path.is_file():
         raise ModelsMissingError(
             f"OM's schemas of openmetadata-ingestion {release} are not in {MODELS_DIR}: run "
-            "`make test` (or `python -m tests.fakes.om_models`, which installs them from PyPI)"
+            "`make test` (or `python -m tests.support.fakes.om_models`, which installs them from PyPI)"
         )
     schemas: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return schemas

@@ -23,14 +23,14 @@ import copy
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from tests.fakes.om_auth import OMError, Principal, authorize, authorize_any
-from tests.fakes.om_catalog import check_labels
-from tests.fakes.om_entities import BY_ENTITY, table_ref
-from tests.fakes.om_rules import quote
+from tests.support.fakes.om_auth import OMError, Principal, authorize, authorize_any
+from tests.support.fakes.om_catalog import check_labels
+from tests.support.fakes.om_entities import BY_ENTITY, table_ref
+from tests.support.fakes.om_rules import quote
 
 if TYPE_CHECKING:
-    from tests.fakes.om_http import Call
-    from tests.fakes.openmetadata import Answer, FakeOpenMetadata
+    from tests.support.fakes.om_http import Call
+    from tests.support.fakes.openmetadata import Answer, FakeOpenMetadata
 
 RESULT_SCHEMA = "api/tests/createTestCaseResult.json"
 _CASE_FIELDS = "owners testSuite testSuites testDefinition testCaseResult incidentId tags followers"

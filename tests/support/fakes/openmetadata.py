@@ -1,6 +1,6 @@
 """A loopback stand-in for OpenMetadata (OM) 1.12.x or 2.0.x, as strict as OM itself.
 
-The reference is ../shared/ref/openmetadata-api.md ("ref §n" below); numbers like (11) refer to
+The reference is docs/reference/openmetadata-api.md ("ref §n" below); numbers like (11) refer to
 its "Behaviours a faithful stand-in must have" checklist. A WSGI app: use it in-process through
 `httpx2.WSGITransport(app=fake)`, or on 127.0.0.1 with `serve()`.
 
@@ -54,20 +54,20 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from tests.fakes import om_catalog, om_lineage_api, om_quality, om_sessions, om_store
-from tests.fakes.om_auth import (
+from tests.support.fakes import om_catalog, om_lineage_api, om_quality, om_sessions, om_store
+from tests.support.fakes.om_auth import (
     OMError,
     Principal,
     admin_principal,
     authorize,
     bot_principal,
 )
-from tests.fakes.om_entities import (
+from tests.support.fakes.om_entities import (
     BY_ENTITY,
     KINDS,
 )
-from tests.fakes.om_http import REASONS, Call, compact, serve
-from tests.fakes.om_rules import Schemas
+from tests.support.fakes.om_http import REASONS, Call, compact, serve
+from tests.support.fakes.om_rules import Schemas
 
 __all__ = ["FakeOpenMetadata", "OMError", "Principal", "Request", "serve"]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.nats_server import NatsServer, js_call
+from tests.support.nats_server import NatsServer, js_call
 
 BATCH_PATH = "/api/v1/openlineage/lineage/batch"
 _SCHEMA = {"schema": {"fields": [{"name": "id", "type": "INTEGER"}]}}

@@ -22,7 +22,7 @@ the install). What it does differ in, and why that is safe:
 - duckdb is not preloaded (its import starts a thread, which a fork cannot carry).
 `TESTS_FRESH_PROCESSES=1` runs every command as a subprocess instead.
 
-Run as a script by the tests (`python tests/forkserver.py`): requests are JSON lines on stdin,
+Run as a script by the tests (`python tests/support/forkserver.py`): requests are JSON lines on stdin,
 replies lines on stdout (the child's pid, then its wait status).
 """
 

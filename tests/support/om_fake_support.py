@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx2
 
-from tests.fakes.openmetadata import FakeOpenMetadata, Principal
+from tests.support.fakes.openmetadata import FakeOpenMetadata, Principal
 
 BASE = "http://om.test"
 RUN_ID = "01a22a97-c811-7ab0-b0d7-94051423011d"

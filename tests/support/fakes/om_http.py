@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-from tests.fakes.om_auth import OMError
+from tests.support.fakes.om_auth import OMError
 
 
 class Call:

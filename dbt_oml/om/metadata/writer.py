@@ -1,5 +1,5 @@
 """dbt's metadata on the tables dbt-oml owns in OpenMetadata: descriptions, tags, owners, the
-dbt tab (data model), and the dbt tests (om.data_quality).
+dbt tab (data model), and the dbt tests (om.metadata.quality).
 
 I/O adapter. For each output carrying dbt-oml's `dbt_oml_node` facet whose table is dbt-oml's own
 (om.bootstrap: a foreign table is never touched), what OM's own dbt ingestion would write
@@ -23,11 +23,11 @@ from typing import Any, Final
 
 from dbt_oml.om.bootstrap import Bootstrap, BootstrapReport
 from dbt_oml.om.client import OpenMetadataClient
-from dbt_oml.om.data_quality import DataQuality
-from dbt_oml.om.dbt_docs import NodeDoc, dbt_tests, node_docs
-from dbt_oml.om.dbt_session import PartDeniedError, Session
-from dbt_oml.om.labels import Label, Labels
-from dbt_oml.om.model_columns import kept_columns
+from dbt_oml.om.metadata.columns import kept_columns
+from dbt_oml.om.metadata.docs import NodeDoc, dbt_tests, node_docs
+from dbt_oml.om.metadata.labels import Label, Labels
+from dbt_oml.om.metadata.quality import DataQuality
+from dbt_oml.om.metadata.session import PartDeniedError, Session
 from dbt_oml.om.names import fqn, sample
 from dbt_oml.om.tables import table_ref
 from dbt_oml.om.types import om_column

@@ -12,20 +12,20 @@ import functools
 import time
 from typing import TYPE_CHECKING, Any
 
-from tests.fakes.om_auth import OMError, Principal, authorize
-from tests.fakes.om_entities import table_ref
-from tests.fakes.om_http import Call
-from tests.fakes.om_lineage import (
+from tests.support.fakes.om_auth import OMError, Principal, authorize
+from tests.support.fakes.om_entities import table_ref
+from tests.support.fakes.om_http import Call
+from tests.support.fakes.om_lineage import (
     Mapper,
     MapperError,
     batch_response,
     server_filter,
     single_response,
 )
-from tests.fakes.om_rules import check_openlineage
+from tests.support.fakes.om_rules import check_openlineage
 
 if TYPE_CHECKING:
-    from tests.fakes.openmetadata import Answer, FakeOpenMetadata
+    from tests.support.fakes.openmetadata import Answer, FakeOpenMetadata
 
 
 def openlineage(fake: FakeOpenMetadata, call: Call, principal: Principal, *, batch: bool) -> Answer:

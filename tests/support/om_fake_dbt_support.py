@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx2
 
-from tests.fakes.openmetadata import FakeOpenMetadata, Principal
-from tests.unit.om_fake_support import bearer, client, seed_table
+from tests.support.fakes.openmetadata import FakeOpenMetadata, Principal
+from tests.support.om_fake_support import bearer, client, seed_table
 
 TABLE = "svc.shop.core.orders"
 PATCH = {"Content-Type": "application/json-patch+json"}

@@ -22,8 +22,8 @@ import copy
 import re
 from typing import Any
 
-from tests.fakes.om_auth import OMError
-from tests.fakes.om_models import json_schema
+from tests.support.fakes.om_auth import OMError
+from tests.support.fakes.om_models import json_schema
 
 OPENLINEAGE = "api/lineage/openlineage"
 INT_MAX = 2147483647
