@@ -282,6 +282,7 @@ class OpenMetadataClient:
                 reason=f"{reply.status} that is not OpenMetadata's answer "
                 f"(no OpenLineage status in {str(body)[:80]!r})",
                 hint=NOT_OM_HINT,
+                status=reply.status,
             )
         return reply
 
@@ -320,6 +321,7 @@ class OpenMetadataClient:
                 reason=f"{reply.status} that is not OpenMetadata's answer "
                 f"(JSON {type(reply.body).__name__}, not an object)",
                 hint=NOT_OM_HINT,
+                status=reply.status,
             )
         return dict(reply.body)
 

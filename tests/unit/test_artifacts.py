@@ -45,15 +45,19 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_invalid_json(tmp_path: Path) -> None:
     path = tmp_path / "run_results.json"
     path.write_text('{"metadata": {')
-    with pytest.raises(ArtifactError, match="not valid JSON"):
+    with pytest.raises(ArtifactError) as err:
         read_run_results(path)
+    assert err.value.path == str(path)
+    assert "not valid JSON" in err.value.reason
 
 
 def test_not_an_artifact(tmp_path: Path) -> None:
     path = tmp_path / "catalog.json"
     path.write_text("[1, 2]")
-    with pytest.raises(ArtifactError, match="no metadata"):
+    with pytest.raises(ArtifactError) as err:
         read_catalog(path)
+    assert err.value.path == str(path)
+    assert "no metadata" in err.value.reason
 
 
 @pytest.mark.parametrize(
@@ -72,8 +76,10 @@ def test_unsupported_schema_version(tmp_path: Path, version: str, hint: str) -> 
 def test_wrong_kind_of_artifact(tmp_path: Path, mini_target: Path) -> None:
     path = tmp_path / "manifest.json"
     path.write_text((mini_target / "run_results.json").read_text())
-    with pytest.raises(ArtifactError, match="no manifest dbt_schema_version"):
+    with pytest.raises(ArtifactError) as err:
         read_manifest(path)
+    assert err.value.path == str(path)
+    assert "no manifest dbt_schema_version" in err.value.reason
 
 
 def test_malformed_node(tmp_path: Path, mini_target: Path) -> None:
@@ -81,8 +87,10 @@ def test_malformed_node(tmp_path: Path, mini_target: Path) -> None:
     doc["nodes"]["model.x.broken"] = {"name": "broken"}  # no unique_id
     path = tmp_path / "manifest.json"
     path.write_text(json.dumps(doc))
-    with pytest.raises(ArtifactError, match="malformed node"):
+    with pytest.raises(ArtifactError) as err:
         read_manifest(path)
+    assert err.value.path == str(path)
+    assert "malformed node" in err.value.reason
 
 
 def test_unknown_fields_are_ignored(tmp_path: Path, mini_target: Path) -> None:
