@@ -1,6 +1,8 @@
 """What dbt-oml prints on a terminal: its log lines, progress and the end-of-run summary.
 
-Shared by the `dbt-oml` command and the dbt plugin; stdout carries only --dry-run's JSON.
+Shared by the `dbt-oml` command and the dbt plugin, each making one `Console` per command with
+the run's redactor: every line it writes, the log's included, is redacted by it. stdout carries
+only --dry-run's JSON.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 
 import click
 
-from dbt_oml.redaction import redact, redact_event
+from dbt_oml.redaction import Redactor
 
 logger = logging.getLogger("dbt_oml")
 
@@ -20,22 +22,38 @@ logger = logging.getLogger("dbt_oml")
 class RedactingFormatter(logging.Formatter):
     """Formats a record (message, arguments, traceback) and masks every secret in the result."""
 
+    def __init__(self, fmt: str, redactor: Redactor) -> None:
+        super().__init__(fmt)
+        self.redactor = redactor
+
     def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
+        return self.redactor(super().format(record))
 
 
-def setup_logging(level: str) -> None:
-    """dbt-oml's one stderr handler; every line it writes goes through the redactor."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(RedactingFormatter("dbt-oml: %(levelname)s: %(message)s"))
-    logger.handlers[:] = [handler]
-    logger.setLevel(level)
-    logger.propagate = False
+class Console:
+    """One command's output: its log handler, its lines and its summary, all redacted by the
+    run's redactor (which learns the profile's secrets as the run goes)."""
 
+    def __init__(self, redactor: Redactor | None = None) -> None:
+        self.redactor = redactor or Redactor()
 
-def say(text: str, *, err: bool = True) -> None:
-    """Echo one line (stderr by default), secrets masked."""
-    click.echo(redact(text), err=err)
+    def log_to_stderr(self, level: str) -> None:
+        """dbt-oml's one stderr handler (replacing an earlier command's in this process)."""
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(
+            RedactingFormatter("dbt-oml: %(levelname)s: %(message)s", self.redactor)
+        )
+        logger.handlers[:] = [handler]
+        logger.setLevel(level)
+        logger.propagate = False
+
+    def say(self, text: str, *, err: bool = True) -> None:
+        """Echo one line (stderr by default), secrets masked."""
+        click.echo(self.redactor(text), err=err)
+
+    def summary(self, report: Any, *, dry_run: bool) -> None:
+        """The end-of-run summary; a dry run prints the events and the plan on the report."""
+        _summary(self, report, dry_run=dry_run)
 
 
 class PhaseLines:
@@ -106,7 +124,7 @@ def progress_for(*, quiet: bool, terminal: bool | None = None) -> PhaseBar | Pha
     return PhaseBar() if on_terminal else PhaseLines()
 
 
-def _print_plan(report: Any) -> None:
+def _print_plan(say: Any, report: Any) -> None:
     """The bootstrap plan the pipeline put on the report (--dry-run with OpenMetadata)."""
     problem = getattr(report, "plan_problem", None)
     plan = getattr(report, "plan", None)
@@ -118,14 +136,14 @@ def _print_plan(report: Any) -> None:
             say(f"  {line}")
 
 
-def print_summary(report: Any, *, dry_run: bool) -> None:
-    """The end-of-run summary; a dry run prints the events and the plan on the report."""
+def _summary(console: Console, report: Any, *, dry_run: bool) -> None:
+    say = console.say
     delivery = report.delivery
     if dry_run:
-        doc = {"events": [redact_event(e) for e in delivery.collected]}
+        doc = {"events": [console.redactor.event(e) for e in delivery.collected]}
         click.echo(json.dumps(doc, indent=1, sort_keys=True))
         say(f"dbt-oml: {report.events_built} events built (dry run, nothing sent)")
-        _print_plan(report)
+        _print_plan(say, report)
     else:
         line = (
             f"dbt-oml: {report.events_built} events, {delivery.delivered} delivered to "
@@ -151,7 +169,7 @@ def print_summary(report: Any, *, dry_run: bool) -> None:
         logger.warning("no column lineage for %s: %s", uid, reason)
     explorer = getattr(report, "explorer", None)
     if explorer is not None:
-        click.echo(f"dbt-oml: lineage explorer: {explorer} (xdg-open {explorer})", err=True)
+        say(f"dbt-oml: lineage explorer: {explorer} (xdg-open {explorer})")
     if report.refused:
         logger.error("events NOT sent (kept in %s): %s", delivery.outbox, report.refused)
     for error in delivery.errors[:3]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from dbt_oml.errors import ConfigError, NamespaceError
+from dbt_oml.redaction import mask
 
 if TYPE_CHECKING:
     from dbt_oml.config import Settings
@@ -195,8 +196,9 @@ def _duckdb(spec: CatalogSpec, ctx: _Ctx) -> str:
     if ctx.duckdb_default is not None:
         return _fill(ctx.duckdb_default, spec, path)
     # the path as the profile writes it, as dbt-ol names it: an absolute path would differ per
-    # checkout (and per pod's temporary directory), a relative one names the same file everywhere
-    return f"duckdb://{path}"
+    # checkout (and per pod's temporary directory), a relative one names the same file everywhere;
+    # a `password=...` in it (a path that is no URL: `s3:password=...`) is masked all the same
+    return f"duckdb://{mask(path)}"
 
 
 def _fill(template: str, spec: CatalogSpec, path: str) -> str:

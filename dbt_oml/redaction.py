@@ -1,9 +1,13 @@
-"""The one redactor: every text that leaves the process passes through `redact`.
+"""Masking secrets: `mask` for the shapes a secret takes in text, and `Redactor`, one per run,
+for the secret values that run knows.
 
-Pure (no I/O). Knows URL userinfo (`scheme://user:pass@host`), secret-looking key=value pairs in
+`mask` is pure: URL userinfo (`scheme://user:pass@host`), secret-looking key=value pairs in
 query strings, DSNs, JSON and error texts (`password`, `passwd`, `pwd`, `token`, `secret`,
-`motherduck_token`, `api_key`, ...), `Bearer` credentials, and any secret *value* registered at
-start-up (a profile's password, the OM token), wherever and however encoded it appears.
+`motherduck_token`, `api_key`, ...) and `Bearer` credentials. A `Redactor` adds the values its
+run has met (a profile's password, the OM token, wherever and however encoded they appear); the
+command (or the dbt plugin's session) makes it and hands it to everything through which text
+leaves the process: the console, the outbox, the events' error messages, dead letters.
+There is no process-wide instance: two runs in one process know only their own secrets.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -89,51 +93,54 @@ class Redactor:
             self._values = sorted(self._known, key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
+        """The text with every known value and every secret shape masked.
+
+        >>> redactor = Redactor()
+        >>> redactor.add("hunter2-xyz")
+        >>> redactor("connect failed: auth hunter2-xyz rejected; token=abc")
+        'connect failed: auth *** rejected; token=***'
+        """
         out = str(text)
         with self._lock:
             values = self._values
         for value in values:  # first: a known value is masked whole, whatever it contains
             if value in out:
                 out = out.replace(value, MASK)
-        out = _URL.sub(_mask_userinfo, out)
-        out = _KEY_VALUE.sub(_mask_value, out)
-        return _BEARER.sub(lambda m: f"{m['kind']} {MASK}", out)
+        return mask(out)
+
+    def event(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy of an event's JSON form with its free texts (error message, stack trace)
+        redacted.
+
+        Only the free texts: names, namespaces and SQL are data, and masking a known secret
+        that happens to be a common word ("test", "postgres") there would corrupt the event.
+
+        >>> Redactor().event({"run": {"facets": {"errorMessage": {"message": "passwd=x1 bad"}}}})
+        {'run': {'facets': {'errorMessage': {'message': 'passwd=*** bad'}}}}
+        """
+        out = dict(doc)
+        run = out.get("run")
+        facets = run.get("facets") if isinstance(run, Mapping) else None
+        error = facets.get("errorMessage") if isinstance(facets, Mapping) else None
+        if isinstance(run, Mapping) and isinstance(facets, Mapping) and isinstance(error, Mapping):
+            texts = {k: self(v) for k, v in error.items() if k in _FREE_TEXT and isinstance(v, str)}
+            out["run"] = {**run, "facets": {**facets, "errorMessage": {**error, **texts}}}
+        return out
 
 
-#: The process-wide redactor: config registers the secrets it reads, every writer calls it.
-REDACTOR = Redactor()
+def mask(text: str) -> str:
+    """Mask user:password@ in URLs, secret key=value pairs and Bearer/Basic credentials.
 
-
-def redact(text: str) -> str:
-    """Mask user:password@ in URLs, secret key=value pairs and registered secret values.
-
-    >>> redact("POST https://bob:pw@om:8585/api?token=abc&x=1 failed")
+    >>> mask("POST https://bob:pw@om:8585/api?token=abc&x=1 failed")
     'POST https://***@om:8585/api?token=***&x=1 failed'
-    >>> redact("IO Error: host=db user=etl passwd=TOPSECRET port=3306")
+    >>> mask("IO Error: host=db user=etl passwd=TOPSECRET port=3306")
     'IO Error: host=db user=etl passwd=*** port=3306'
-    >>> redact("nats://relay:n@ts/pw@nats-1:4222,nats://nats-2:4222 refused")
+    >>> mask("nats://relay:n@ts/pw@nats-1:4222,nats://nats-2:4222 refused")
     'nats://***@nats-1:4222,nats://nats-2:4222 refused'
     """
-    return REDACTOR(text)
-
-
-def redact_event(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of an event's JSON form with its free texts (error message, stack trace) redacted.
-
-    Only the free texts: names, namespaces and SQL are data, and masking a registered secret
-    that happens to be a common word ("test", "postgres") there would corrupt the event.
-
-    >>> redact_event({"run": {"facets": {"errorMessage": {"message": "passwd=x1 bad"}}}})
-    {'run': {'facets': {'errorMessage': {'message': 'passwd=*** bad'}}}}
-    """
-    out = dict(doc)
-    run = out.get("run")
-    facets = run.get("facets") if isinstance(run, Mapping) else None
-    error = facets.get("errorMessage") if isinstance(facets, Mapping) else None
-    if isinstance(run, Mapping) and isinstance(facets, Mapping) and isinstance(error, Mapping):
-        texts = {k: redact(v) for k, v in error.items() if k in _FREE_TEXT and isinstance(v, str)}
-        out["run"] = {**run, "facets": {**facets, "errorMessage": {**error, **texts}}}
-    return out
+    out = _URL.sub(_mask_userinfo, str(text))
+    out = _KEY_VALUE.sub(_mask_value, out)
+    return _BEARER.sub(lambda m: f"{m['kind']} {MASK}", out)
 
 
 def secrets_in(text: str) -> list[str]:
@@ -178,8 +185,3 @@ def secrets_of(doc: object) -> list[str]:
     elif isinstance(doc, str):
         out += secrets_in(doc)
     return out
-
-
-def register(values: Iterable[str | None]) -> None:
-    """Add secret values to the process-wide redactor."""
-    REDACTOR.add(*values)

@@ -88,14 +88,6 @@ def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DO_NOT_TRACK", "1")
 
 
-@pytest.fixture(autouse=True)
-def _fresh_redactor(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Secrets a test registers (through the CLI, config or directly) stay in that test."""
-    from dbt_oml import redaction
-
-    monkeypatch.setattr(redaction, "REDACTOR", redaction.Redactor())
-
-
 @dataclass(frozen=True)
 class CliRun:
     returncode: int
@@ -205,12 +197,11 @@ def run_in_process(
     args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None
 ) -> CliRun:
     """`dbt-oml <args>` in this process, for a command that runs no dbt (emit, flush, replay,
-    lineage): in `cwd`, with the environment run_cli gives its subprocess and a fresh redactor;
-    output captured. dbt commands keep global state per process: those go through run_cli."""
+    lineage): in `cwd`, with the environment run_cli gives its subprocess (each command makes its
+    own redactor); output captured. dbt commands keep global state per process: those go through run_cli."""
     import contextlib
     import io
 
-    from dbt_oml import redaction
     from dbt_oml.cli import main
 
     out, err = io.StringIO(), io.StringIO()
@@ -221,7 +212,6 @@ def run_in_process(
         for key, value in wanted.items():
             patch.setenv(key, value)
         patch.chdir(cwd)
-        patch.setattr(redaction, "REDACTOR", redaction.Redactor())
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(list(args))
     target = cwd / "target"

@@ -6,8 +6,9 @@ flush; relay.py; lineage.py; impact.py), and dbt for every other name (dbt_comma
 Who prints: this package writes the lineage and impact reports, --version and --help to stdout
 (click.echo); every other line goes through console.py (log lines, progress, the
 end-of-run summary on stderr, --dry-run's JSON on stdout), which the dbt plugin shares, and the
-plugin's own warnings through plugin/notice.py (stderr). Nothing else in dbt_oml prints. Logging is
-set up by console.setup_logging, called from here (options.py) or from the plugin's session. This
+plugin's own warnings through plugin/notice.py (stderr). Nothing else in dbt_oml prints. Each
+command has one console.Console (options.Invocation, made by `main`: its redactor learns the
+settings' and the profile's secrets), and so does the plugin's session. This
 package hands the process environment to config.load_settings (the plugin's entry does the same
 inside a plain `dbt`), alone decides exit codes, and `main` is the single catch-all. Nothing in
 dbt_oml may import it (it is the top layer).
@@ -23,7 +24,6 @@ import click
 
 from dbt_oml.cli.codes import ExitCode
 from dbt_oml.cli.options import Invocation, flag_not_taken
-from dbt_oml.console import say
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -43,13 +43,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = e.format_message()
         if isinstance(e, click.NoSuchOption) and ctx is not None:
             message = flag_not_taken(e.option_name, ctx.command.name or "") or message
-        say(f"{where}: {message} (see {where} --help)")
+        state.console.say(f"{where}: {message} (see {where} --help)")
         return ExitCode.USAGE
     except click.Abort:
         return ExitCode.USAGE
     except Exception:  # noqa: BLE001 - the single catch-all: a dbt-oml bug must not hide dbt's result
-        say(traceback.format_exc().rstrip())
-        say("dbt-oml: internal error (a bug; please report it)")
+        state.console.say(traceback.format_exc().rstrip())
+        state.console.say("dbt-oml: internal error (a bug; please report it)")
         return state.code_after_bug()
     return int(code) if code is not None else ExitCode.SUCCESS
 

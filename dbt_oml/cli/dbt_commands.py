@@ -16,8 +16,8 @@ from typing import Any, Final
 import click
 
 from dbt_oml.cli.codes import ExitCode
-from dbt_oml.cli.options import Invocation, announce, load, settings_options
-from dbt_oml.console import print_summary, progress_for, say
+from dbt_oml.cli.options import Invocation, announce, console, load, say, settings_options
+from dbt_oml.console import progress_for
 from dbt_oml.errors import ConfigError
 
 logger = logging.getLogger("dbt_oml")
@@ -111,6 +111,7 @@ def _run(dbt_args: tuple[str, ...], **_: object) -> int:
                 settings,
                 args,
                 cwd=Path.cwd(),
+                redactor=state.console.redactor,
                 report=report,
                 progress=progress_for(quiet=settings.quiet),
                 announce=lambda: announce(settings),
@@ -126,7 +127,7 @@ def _run(dbt_args: tuple[str, ...], **_: object) -> int:
 
 def _outcome(report: Any, settings: Any) -> int:
     if report.dbt_return_code is not None and (report.events_built or settings.emit.dry_run):
-        print_summary(report, dry_run=settings.emit.dry_run)
+        console().summary(report, dry_run=settings.emit.dry_run)
     elif report.dbt_return_code == ExitCode.DBT_ERROR and report.dbt_error:
         say(f"dbt: {report.dbt_error}")  # in-process dbt does not print these
     for problem in report.problems:

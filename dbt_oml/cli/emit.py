@@ -24,14 +24,16 @@ from dbt_oml.cli.codes import ExitCode
 from dbt_oml.cli.options import (
     PROJECT_KEYS,
     announce,
+    console,
     guarded,
     load,
     project_options,
     project_params,
+    say,
     settings_options,
     takes,
 )
-from dbt_oml.console import print_summary, progress_for, say
+from dbt_oml.console import progress_for
 from dbt_oml.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -54,7 +56,7 @@ def _target_path(opts: dict[str, Any]) -> Path:
 
 
 def _finish(report: Report, settings: Settings) -> int:
-    print_summary(report, dry_run=settings.emit.dry_run)
+    console().summary(report, dry_run=settings.emit.dry_run)
     for problem in report.problems:
         logger.warning("%s", problem)
     failed = report.delivery.failed or (report.refused and not settings.emit.dry_run)
@@ -91,6 +93,7 @@ def emit(ctx: click.Context, **opts: Any) -> int:
             settings,
             options,
             cwd=cwd,
+            redactor=console().redactor,
             announce=lambda: announce(settings),
             progress=progress_for(quiet=settings.quiet),
         )
@@ -114,7 +117,11 @@ def replay(ctx: click.Context, files: tuple[str, ...], **opts: Any) -> int:
     paths = [Path.cwd() / p for p in files]
     target = _target_path(opts)
     report = offline.replay(
-        settings, paths, target_path=target, announce=lambda: announce(settings)
+        settings,
+        paths,
+        target_path=target,
+        redactor=console().redactor,
+        announce=lambda: announce(settings),
     )
     return _finish(report, settings)
 
@@ -136,6 +143,10 @@ def flush(ctx: click.Context, **opts: Any) -> int:
         say(f"dbt-oml flush: nothing to send in {outbox}")
         return ExitCode.SUCCESS
     report = offline.replay(
-        settings, files, target_path=target, announce=lambda: announce(settings)
+        settings,
+        files,
+        target_path=target,
+        redactor=console().redactor,
+        announce=lambda: announce(settings),
     )
     return _finish(report, settings)

@@ -17,8 +17,8 @@ from dbt_oml.cli.options import (
     load,
     project_options,
     project_params,
+    say,
 )
-from dbt_oml.console import say
 
 IMPACT_HELP = f"""What reads the given columns, downstream: every column (direct or indirect), every
 model whose rows they shape (joins, filters), every dbt test and exposure, each with the path.

@@ -17,8 +17,8 @@ from dbt_oml.cli.options import (
     load,
     project_options,
     project_params,
+    say,
 )
-from dbt_oml.console import say
 
 logger = logging.getLogger(__name__)
 PROJECT_HELP = (

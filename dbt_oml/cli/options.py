@@ -8,7 +8,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,9 +17,8 @@ import click
 from dbt_oml.cli.codes import ExitCode
 from dbt_oml.config.keys import TABLE, Key
 from dbt_oml.config.values import flag_name
-from dbt_oml.console import say, setup_logging
+from dbt_oml.console import Console
 from dbt_oml.errors import ArtifactError, ConfigError, DbtOmlError
-from dbt_oml.redaction import register
 
 if TYPE_CHECKING:
     from dbt_oml.config import Settings
@@ -131,10 +130,12 @@ PROJECT_KEYS = ("project_dir", "profiles_dir", "profile", "target", "target_path
 
 @dataclass
 class Invocation:
-    """What the single catch-all in `main` needs to know: has dbt run, and with which code."""
+    """One `dbt-oml` command: its console (and so its redactor), and what the single catch-all
+    in `main` needs to know: has dbt run, and with which code."""
 
     report: Report | None = None
     fail_on_emit_error: bool = False
+    console: Console = field(default_factory=Console)
 
     def code_after_bug(self) -> int:
         """A dbt-oml bug: exit 5, unless dbt ran (its non-zero code wins, as does its 0
@@ -143,6 +144,18 @@ class Invocation:
         if rc is None or (rc == 0 and self.fail_on_emit_error):
             return ExitCode.BUG
         return rc
+
+
+def console() -> Console:
+    """This command's console (click's context carries the Invocation `main` made)."""
+    ctx = click.get_current_context(silent=True)
+    state = ctx.find_object(Invocation) if ctx is not None else None
+    return state.console if state is not None else Console()
+
+
+def say(text: str) -> None:
+    """One line on stderr through this command's redactor."""
+    console().say(text)
 
 
 def _given(ctx: click.Context) -> dict[str, Any]:
@@ -176,9 +189,10 @@ def load(ctx: click.Context, **extra: object) -> Settings:
 
     flags = _given(ctx) | {k: v for k, v in extra.items() if v}
     settings = load_settings(cli=flags, environ=os.environ, cwd=Path.cwd(), home=Path.home())
-    register(settings.secrets)
+    out = console()
+    out.redactor.add(*settings.secrets)
     quiet = settings.quiet and settings.oml_log_level in ("DEBUG", "INFO")
-    setup_logging("WARNING" if quiet else settings.oml_log_level)
+    out.log_to_stderr("WARNING" if quiet else settings.oml_log_level)
     return settings
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from dbt_oml.cli.codes import ExitCode
-from dbt_oml.cli.options import base_options, guarded, load
-from dbt_oml.console import say
+from dbt_oml.cli.options import base_options, console, guarded, load, say
 
 RELAY_HELP = """Drain the JetStream stream into OpenMetadata, acknowledging only what OM took.
 
@@ -47,7 +46,13 @@ def relay(ctx: click.Context, once: bool, **opts: object) -> int:
 
     given = {k: v for k, v in opts.items() if k in RELAY_SCALARS and v is not None}
     settings = load(ctx, relay=given)
-    relay = relay_from(relay_ends(settings), settings.relay, batch=None, durable=None)
+    relay = relay_from(
+        relay_ends(settings),
+        settings.relay,
+        batch=None,
+        durable=None,
+        redactor=console().redactor,
+    )
     try:
         report = run_relay(relay, once=once)
     except NatsUnavailableError as e:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from dbt_oml.config.settings import Settings
-from dbt_oml.redaction import redact
+from dbt_oml.redaction import mask
 
 #: The keys that say where a transport sends, first found wins (http, openmetadata: url;
 #: jetstream: servers; file: log_file_path; kafka: topic).
@@ -52,7 +52,7 @@ def describe_transport(
         where = (om_defaults or {})["url"]
     if isinstance(where, list | tuple):
         where = ",".join(str(w) for w in where)
-    return redact(f"{kind} {where}" if where is not None else kind), filled
+    return mask(f"{kind} {where}" if where is not None else kind), filled
 
 
 def _shown(source: str, cwd: Path) -> str:
@@ -84,7 +84,7 @@ def events_destination(settings: Settings, environ: Mapping[str, str], *, cwd: P
             source = _shown(found.source.removesuffix(" transport:"), cwd)
             text = _from(found.config, settings.transport.om, source)
         elif environ.get("OPENLINEAGE_URL"):
-            text = redact(f"http {environ['OPENLINEAGE_URL']} (from OPENLINEAGE_URL)")
+            text = mask(f"http {environ['OPENLINEAGE_URL']} (from OPENLINEAGE_URL)")
         else:
             text = "console (openlineage-python's default: its configuration names no transport)"
     else:

@@ -11,7 +11,7 @@ from typing import Any
 
 from dbt_oml.errors import ConfigError
 from dbt_oml.namespaces import CatalogSpec
-from dbt_oml.redaction import register, secrets_of
+from dbt_oml.redaction import secrets_of
 
 logger = logging.getLogger(__name__)
 
@@ -36,8 +36,8 @@ def catalogs_of(adapter_type: str, credentials: Any) -> tuple[CatalogSpec, ...]:
     return tuple(specs)
 
 
-def register_credentials(credentials: Any) -> None:
-    """Give the redactor the profile's passwords and tokens, as dbt resolved them.
+def credential_secrets(credentials: Any) -> tuple[str, ...]:
+    """The profile's passwords and tokens, as dbt resolved them (for the run's redactor).
 
     Covers secret-named fields (password, token, motherduck_token, a secret's `secret`) and
     secrets inside strings (an attachment's `password=`/`passwd=`, a URL's user info).
@@ -48,7 +48,7 @@ def register_credentials(credentials: Any) -> None:
         doc = to_dict(omit_none=True) if callable(to_dict) else vars(credentials)
     except (TypeError, ValueError, AttributeError):
         doc = getattr(credentials, "__dict__", {})
-    register(secrets_of(doc))
+    return tuple(secrets_of(doc))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,6 +76,8 @@ class ResolvedProject:
     target_path: Path
     adapter_type: str
     catalogs: tuple[CatalogSpec, ...] = field(repr=False)
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """The profile's passwords and tokens, for the run's redactor."""
 
 
 def target_path_of(options: ProjectOptions) -> Path:
@@ -143,7 +145,6 @@ def resolve_project(options: ProjectOptions) -> ResolvedProject:
         ) from e
     target_path = options.target_path or Path(project.target_path)
     adapter = str(loaded.credentials.type)
-    register_credentials(loaded.credentials)
     return ResolvedProject(
         project_name=str(project.project_name),
         project_version=str(getattr(project, "version", "") or "") or None,
@@ -153,6 +154,7 @@ def resolve_project(options: ProjectOptions) -> ResolvedProject:
         target_path=target_path if target_path.is_absolute() else project_dir / target_path,
         adapter_type=adapter,
         catalogs=catalogs_of(adapter, loaded.credentials),
+        secrets=credential_secrets(loaded.credentials),
     )
 
 
@@ -217,7 +219,6 @@ def _without_adapter(options: ProjectOptions, profiles: Path) -> ResolvedProject
             hint="pass --profiles-dir/--profile/--target as for dbt",
         )
     target = renderer.render_data(output)
-    register(secrets_of(target))
     adapter = str(target.get("type") or "")
     credentials = SimpleNamespace(
         host=target.get("host") or target.get("server"),
@@ -238,4 +239,5 @@ def _without_adapter(options: ProjectOptions, profiles: Path) -> ResolvedProject
         ),
         adapter_type=adapter,
         catalogs=catalogs_of(adapter, credentials),
+        secrets=tuple(secrets_of(target)),
     )

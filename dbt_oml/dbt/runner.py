@@ -19,7 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dbt_oml.artifacts import failure_summary, parse_time
-from dbt_oml.dbt.project import ProjectOptions, catalogs_of, register_credentials, target_path_of
+from dbt_oml.dbt.project import (
+    ProjectOptions,
+    catalogs_of,
+    credential_secrets,
+    target_path_of,
+)
 from dbt_oml.namespaces import CatalogSpec
 
 if TYPE_CHECKING:
@@ -56,6 +61,8 @@ class DbtContext:
     selector: str | None = None
     """`--profile`/`--target` as given to dbt (flag or DBT_PROFILE/DBT_TARGET), None when dbt
     chose them: dbt's partial parsing compares these, not the resolved names."""
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """The profile's passwords and tokens as dbt resolved them, for the run's redactor."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,7 +113,6 @@ def _context_from_dbt(invocation_id: str) -> DbtContext | None:
     root = Path(config.project_root).resolve()
     target_path = Path(config.target_path)
     started = get_invocation_started_at()
-    register_credentials(config.credentials)
     cli_vars = getattr(config, "cli_vars", None) or {}
     return DbtContext(
         invocation_id=invocation_id,
@@ -128,6 +134,7 @@ def _context_from_dbt(invocation_id: str) -> DbtContext | None:
         target_flag=getattr(flags, "TARGET", None) or None,
         select=tuple(str(s) for s in getattr(flags, "SELECT", None) or ()),
         selector=getattr(flags, "SELECTOR", None) or None,
+        secrets=credential_secrets(config.credentials),
     )
 
 
@@ -272,8 +279,8 @@ __all__ = [
     "NodeStarted",
     "ProjectOptions",
     "docs_generate_args",
+    "credential_secrets",
     "exit_code",
-    "register_credentials",
     "run_dbt",
     "target_path_of",
 ]

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Final
 
 from dbt_oml.delivery.outbox import REJECTED_SUFFIX, copy_lines
+from dbt_oml.redaction import Redactor
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +101,7 @@ def _give_back(claimed: Path, *, now: float) -> Path | None:
     return claimed.replace(target)
 
 
-def set_aside(claimed: Path, numbers: Collection[int]) -> Path | None:
+def set_aside(claimed: Path, numbers: Collection[int], redactor: Redactor) -> Path | None:
     """The lines `numbers` of a claim (lines that are no event) appended to its file's
     `<stem>.rejected.jsonl` (a rejected file's own name), as they were; that file, or None."""
     if not numbers:
@@ -108,7 +109,7 @@ def set_aside(claimed: Path, numbers: Collection[int]) -> Path | None:
     name = claimed.name.partition(CLAIM)[0]
     rejected = name if name.endswith(REJECTED_SUFFIX) else f"{Path(name).stem}{REJECTED_SUFFIX}"
     dest = claimed.with_name(rejected)
-    copy_lines(claimed, numbers, dest)
+    copy_lines(claimed, numbers, dest, redactor)
     return dest
 
 

@@ -29,7 +29,7 @@ from openlineage.client.facet_v2 import tags_run
 from dbt_oml.delivery.outbox import append_events, read_lines
 from dbt_oml.errors import ArtifactError
 from dbt_oml.events import serialize
-from dbt_oml.redaction import redact
+from dbt_oml.redaction import Redactor
 
 logger = logging.getLogger(__name__)
 
@@ -149,12 +149,15 @@ class Delivery:
         *,
         outbox: Path,
         target: str,
+        redactor: Redactor,
         summarise: Callable[[], TransportSummary] | None = None,
         adapt: Callable[[RunEvent], RunEvent] | None = None,
     ) -> None:
-        """`summarise`, called after the emitter closed: what its transport kept itself;
-        `adapt`, applied to each event before it is emitted (what the backend needs)."""
+        """`redactor`, the run's, for what is kept and reported; `summarise`, called after the
+        emitter closed: what its transport kept itself; `adapt`, applied to each event before it
+        is emitted (what the backend needs)."""
         self._emitter = emitter
+        self._redactor = redactor
         self._summarise = summarise
         self._adapt = adapt
         self._outbox = outbox
@@ -192,7 +195,7 @@ class Delivery:
     def _failed(self, event: RunEvent, error: Exception) -> None:
         """Count a failed send and keep its event; stop trying once the backend looks dead."""
         self._consecutive += 1
-        self.report.errors.append(redact(f"{type(error).__name__}: {error}"))
+        self.report.errors.append(self._redactor(f"{type(error).__name__}: {error}"))
         self._spool(event)
         if unreachable(error):  # the transport's own retries are behind this failure
             self._consecutive = MAX_CONSECUTIVE_FAILURES
@@ -224,7 +227,7 @@ class Delivery:
     def _spool(self, event: RunEvent) -> None:
         with self._spool_lock:
             self.report.failed += 1
-            append_events(self._outbox, [to_dict(event)])
+            append_events(self._outbox, [to_dict(event)], self._redactor)
             self.report.outbox = self._outbox
 
     def close(self, timeout: float = 10.0) -> DeliveryReport:
@@ -233,7 +236,7 @@ class Delivery:
             try:
                 self._emitter.close(timeout)
             except Exception as e:  # noqa: BLE001 - closing a broken transport is best effort
-                self.report.errors.append(redact(f"close: {type(e).__name__}: {e}"))
+                self.report.errors.append(self._redactor(f"close: {type(e).__name__}: {e}"))
             if self._summarise is not None:
                 self._add(self._summarise())
         return self.report
@@ -243,8 +246,8 @@ class Delivery:
             self.report.failed += kept.undelivered
             self.report.delivered = max(0, self.report.delivered - kept.undelivered)
             self.report.outbox = kept.outbox or self.report.outbox
-        self.report.errors += [redact(p) for p in kept.problems]
-        self.report.notes += [redact(n) for n in kept.notes]
+        self.report.errors += [self._redactor(p) for p in kept.problems]
+        self.report.notes += [self._redactor(n) for n in kept.notes]
 
 
 def read_outbox(path: Path) -> list[RunEvent]:

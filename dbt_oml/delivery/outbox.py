@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from dbt_oml.redaction import redact, redact_event
+from dbt_oml.redaction import Redactor
 
 logger = logging.getLogger(__name__)
 
@@ -59,18 +59,20 @@ def write_whole(path: Path, data: bytes) -> None:
     part.replace(path)
 
 
-def append_events(path: Path, events: Iterable[Mapping[str, Any]]) -> int:
+def append_events(path: Path, events: Iterable[Mapping[str, Any]], redactor: Redactor) -> int:
     """Append events as JSON lines (one write, error texts redacted); returns how many."""
-    lines = [json.dumps(redact_event(e), sort_keys=True) + "\n" for e in events]
+    lines = [json.dumps(redactor.event(e), sort_keys=True) + "\n" for e in events]
     if lines:
         _append_text(path, "".join(lines))
     return len(lines)
 
 
-def append_reason(path: Path, count: int, reason: str, *, now: datetime | None = None) -> None:
+def append_reason(
+    path: Path, count: int, reason: str, redactor: Redactor, *, now: datetime | None = None
+) -> None:
     """One line `<UTC time> <n> event(s): <reason>` in a reasons log (redacted)."""
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    one_line = " ".join(redact(reason).split())
+    one_line = " ".join(redactor(reason).split())
     _append_text(path, f"{stamp} {count} event(s): {one_line}\n")
 
 
@@ -85,6 +87,8 @@ class Keeper:
 
     folder: Path
     stem: str
+    redactor: Redactor
+    """The run's: what it writes is redacted with every secret the run knows."""
     undelivered: int = 0
     #: the file a later flush sends (or the rejected one, when nothing else was kept)
     outbox: Path | None = None
@@ -100,28 +104,29 @@ class Keeper:
     ) -> Path:
         """Append `events` to this sender's outbox (refused for good: the rejected file)."""
         path = self.path(rejected=rejected)
-        count = append_events(path, events)
+        count = append_events(path, events, self.redactor)
         self.outbox = self.outbox if rejected and self.outbox else path
         self.undelivered += count
-        self.reasons[(redact(reason), path)] += count
+        self.reasons[(self.redactor(reason), path)] += count
         self._unlogged[reason] += count
         return path
 
     def log_reasons(self, *, now: datetime | None = None) -> None:
         """One line per reason counted since the last call, in `<stem>.reasons.log`."""
         for reason, count in self._unlogged.items():
-            append_reason(self.folder / f"{self.stem}.reasons.log", count, reason, now=now)
+            log = self.folder / f"{self.stem}.reasons.log"
+            append_reason(log, count, reason, self.redactor, now=now)
         self._unlogged.clear()
 
 
-def copy_lines(source: Path, numbers: Collection[int], dest: Path) -> int:
+def copy_lines(source: Path, numbers: Collection[int], dest: Path, redactor: Redactor) -> int:
     """Append the lines of `source` numbered `numbers` to `dest` as they were (redacted, each
     ended by a newline), in one write; returns how many."""
     wanted = set(numbers)
     with source.open(encoding="utf-8", errors="replace") as lines:
         kept = [line for number, line in enumerate(lines, 1) if number in wanted]
     if kept:
-        _append_text(dest, "".join(redact(line.rstrip("\n")) + "\n" for line in kept))
+        _append_text(dest, "".join(redactor(line.rstrip("\n")) + "\n" for line in kept))
     return len(kept)
 
 

@@ -34,7 +34,7 @@ from dbt_oml.delivery.claims import CLAIM, claim
 from dbt_oml.delivery.leases import LEASE, MARKER, Claim
 from dbt_oml.delivery.outbox import REJECTED_SUFFIX, write_whole
 from dbt_oml.errors import ConfigError
-from dbt_oml.redaction import redact
+from dbt_oml.redaction import mask
 
 logger = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ class RemoteOutbox:
             extra = EXTRAS.get(scheme, ("", ""))[1]
             raise ConfigError(
                 key="outbox_dir",
-                source=redact(url),
+                source=mask(url),
                 reason=f"{scheme}:// cannot be used ({e})",
                 hint=f"pip install 'dbt-oml[{extra}]'" if extra else "install what it names",
             ) from e
@@ -161,7 +161,7 @@ class RemoteOutbox:
 
     @property
     def display(self) -> str:
-        return redact(self.url)
+        return mask(self.url)
 
     # -- after a run: up -------------------------------------------------------------------
 
@@ -355,7 +355,7 @@ class RemoteOutbox:
     def _problem(self, doing: str, error: BaseException, kept: str, then: str) -> str:
         """One line: what failed, where, why, where the events are, and what to do."""
         why = " ".join(f"{type(error).__name__}: {error}".split())[:300]
-        return redact(
+        return mask(
             f"durable outbox {self.url} {doing} ({why}): {kept}; check the bucket, its endpoint "
             f"and credentials, {then}"
         )

@@ -6,9 +6,11 @@ from dbt and the configuration.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 
+from dbt_oml.redaction import mask
 from dbt_oml.runs import JobNaming, Orchestrator
 
 
@@ -45,3 +47,5 @@ class EventSettings:
     """The dbt project's directory (where seed files live)."""
     orchestrator: Orchestrator | None = None
     """The orchestrator run that started dbt: the invocation's parent, every run's root."""
+    redact: Callable[[str], str] = field(default=mask, compare=False, repr=False)
+    """Masks the error messages events carry: the run's Redactor (its known secrets too)."""

@@ -20,7 +20,6 @@ from dbt_oml.events.invocation import EventSettings, Invocation
 from dbt_oml.events.runs import RunsMixin
 from dbt_oml.lineage.model import ModelLineage
 from dbt_oml.namespaces import Namespaces
-from dbt_oml.redaction import redact
 
 #: Node types that run as their own OpenLineage job, and their jobType.
 JOB_TYPES: Mapping[str, str] = {"model": "MODEL", "seed": "SEED", "snapshot": "SNAPSHOT"}
@@ -106,7 +105,7 @@ class EventBuilder(DatasetsMixin, RunsMixin):
         if state is RunState.FAIL:
             message = _failure(result)
             run_facets["errorMessage"] = facets.error_message(
-                redact(message), self.settings.producer
+                self.settings.redact(message), self.settings.producer
             )
         inputs = self.inputs(node, sql)
         output = self.output(node, result.rows_affected)

@@ -23,7 +23,6 @@ from dbt_oml.artifacts import Node
 from dbt_oml.events import facets
 from dbt_oml.events.ids import run_id
 from dbt_oml.events.invocation import EventSettings, Invocation
-from dbt_oml.redaction import redact
 from dbt_oml.runs import JobNaming, RunRef
 from dbt_oml.times import format_time
 
@@ -151,7 +150,8 @@ class RunsMixin:
         """COMPLETE (no error) or FAIL (with the error text) of the invocation's run."""
         run_facets = self._invocation_facets()
         if error is not None:
-            run_facets["errorMessage"] = facets.error_message(redact(error), self.settings.producer)
+            message = self.settings.redact(error)
+            run_facets["errorMessage"] = facets.error_message(message, self.settings.producer)
         return self.event(
             state=RunState.FAIL if error is not None else RunState.COMPLETE,
             at=at,

@@ -9,6 +9,7 @@ attrs fields (names cached per class) and builds the finished dict. The result i
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import uuid
 from enum import Enum
@@ -16,25 +17,21 @@ from typing import Any
 
 import attr
 
-#: attrs field names per class; classes are few and never change, so this only ever fills up
-_FIELDS: dict[type, tuple[str, ...]] = {}
 _PLAIN = frozenset({str, int, float, bool})
 
 
+@functools.cache  # attrs classes are few and never change: a pure function, remembered
 def _fields(cls: type) -> tuple[str, ...] | None:
-    names = _FIELDS.get(cls)
-    if names is None and attr.has(cls):
-        names = _FIELDS[cls] = tuple(a.name for a in attr.fields(cls))
-    return names
+    return tuple(a.name for a in attr.fields(cls)) if attr.has(cls) else None
 
 
 # one branch per kind of value, as Serde has; inline on purpose: the hot loop of every emit
 # (benchmarks/), where helper calls per value cost measurably
 def _value(obj: Any) -> Any:  # noqa: C901, PLR0911, PLR0912 - Serde's ladder, hot loop (above)
-    cls = type(obj)
+    cls: type = type(obj)
     if cls in _PLAIN or obj is None:
         return obj
-    names = _FIELDS.get(cls) or _fields(cls)
+    names = _fields(cls)
     if names is not None:
         out = {}
         for name in names:

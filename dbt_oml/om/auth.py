@@ -27,7 +27,7 @@ from dbt_oml.errors import (
     status_error,
 )
 from dbt_oml.om.retry import retry_after
-from dbt_oml.redaction import redact
+from dbt_oml.redaction import mask
 
 
 class TokenProvider(Protocol):
@@ -99,14 +99,14 @@ class BasicLogin:
             response = post(
                 http,
                 f"{base_url}/api/v1/users/login",
-                target=f"POST {redact(base_url)}/api/v1/users/login",
+                target=f"POST {mask(base_url)}/api/v1/users/login",
                 json={"email": self.email, "password": encoded},
             )
-            unavailable(response, f"POST {redact(base_url)}/api/v1/users/login")
+            unavailable(response, f"POST {mask(base_url)}/api/v1/users/login")
             if response.status_code != HTTPStatus.OK:
                 raise CredentialError(
                     key="password",
-                    target=f"POST {redact(base_url)}/api/v1/users/login",
+                    target=f"POST {mask(base_url)}/api/v1/users/login",
                     reason=f"{response.status_code} {message_of(response)}",
                     hint="check OM_USER / OM_PASSWORD",
                 )
@@ -114,7 +114,7 @@ class BasicLogin:
                 response,
                 "accessToken",
                 key="password",
-                target=f"POST {redact(base_url)}/api/v1/users/login",
+                target=f"POST {mask(base_url)}/api/v1/users/login",
                 hint="check OM_HOST: a proxy or an SSO page answered instead of OpenMetadata",
             )
         return self._cached
@@ -144,14 +144,12 @@ class OAuth2ClientCredentials:
             }
             if self.scope:
                 form["scope"] = self.scope
-            response = post(
-                http, self.token_url, target=f"POST {redact(self.token_url)}", data=form
-            )
-            unavailable(response, f"POST {redact(self.token_url)}")
+            response = post(http, self.token_url, target=f"POST {mask(self.token_url)}", data=form)
+            unavailable(response, f"POST {mask(self.token_url)}")
             if response.status_code != HTTPStatus.OK:
                 raise CredentialError(
                     key="client_secret",
-                    target=f"POST {redact(self.token_url)}",
+                    target=f"POST {mask(self.token_url)}",
                     reason=f"{response.status_code}",
                     hint="check OM_CLIENT_ID / OM_CLIENT_SECRET / OM_OAUTH_TOKEN_URL",
                 )
@@ -159,7 +157,7 @@ class OAuth2ClientCredentials:
                 response,
                 "access_token",
                 key="client_secret",
-                target=f"POST {redact(self.token_url)}",
+                target=f"POST {mask(self.token_url)}",
                 hint="check OM_OAUTH_TOKEN_URL: it must be the provider's token endpoint",
             )
             self._expires = self.clock() + _expires_in(response) - 30

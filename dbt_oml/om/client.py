@@ -39,7 +39,7 @@ from dbt_oml.om.auth import (
     message_of,
 )
 from dbt_oml.om.retry import retry_after
-from dbt_oml.redaction import redact
+from dbt_oml.redaction import mask
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ class OpenMetadataClient:
         operation, which is raised with the role that grants it. `content_type` sends `json` with
         that media type (PATCH: JSON_PATCH).
         """
-        target = f"{method} {redact(self.base_url)}{path}"
+        target = f"{method} {mask(self.base_url)}{path}"
         headers = {"Content-Type": content_type} if content_type else {}
         self.requests += 1
         response = self._send(
@@ -278,7 +278,7 @@ class OpenMetadataClient:
             and not isinstance(edges, bool)
         ):
             raise TransientDeliveryError(
-                target=f"POST {redact(self.base_url)}{path}",
+                target=f"POST {mask(self.base_url)}{path}",
                 reason=f"{reply.status} that is not OpenMetadata's answer "
                 f"(no OpenLineage status in {str(body)[:80]!r})",
                 hint=NOT_OM_HINT,
@@ -308,7 +308,7 @@ class OpenMetadataClient:
 
     def _ok(self, reply: Reply, method: str, collection: str) -> dict[str, Any]:
         """A 2xx's JSON object (every entity, listing and settings answer of OM's is one)."""
-        target = f"{method} {redact(self.base_url)}/api/v1/{collection}"
+        target = f"{method} {mask(self.base_url)}/api/v1/{collection}"
         if reply.status == HTTPStatus.FORBIDDEN:
             raise _forbidden(target, reply.message)
         if not reply.ok:

@@ -43,6 +43,7 @@ from dbt_oml.pipeline.sending import (
     reaches_openmetadata,
 )
 from dbt_oml.pipeline.state_files import write_node_starts
+from dbt_oml.redaction import Redactor
 
 logger = logging.getLogger(__name__)
 
@@ -50,10 +51,14 @@ logger = logging.getLogger(__name__)
 class LiveEmitter:
     """The dbt listener of `dbt-oml build`: sends the START events while dbt runs."""
 
-    def __init__(self, settings: Settings, *, cwd: Path, report: Report) -> None:
+    def __init__(
+        self, settings: Settings, *, cwd: Path, report: Report, redactor: Redactor
+    ) -> None:
         self.settings = settings
         self.cwd = cwd
         self.report = report
+        self.redactor = redactor
+        """The run's: the profile's secrets join the settings' when dbt has resolved it."""
         self.context: DbtContext | None = None
         self.delivery: Delivery | None = None
         self.builder: EventBuilder | None = None
@@ -67,20 +72,21 @@ class LiveEmitter:
 
     def on_invocation(self, context: DbtContext) -> None:
         self.context = context
+        self.redactor.add(*context.secrets)
         namespaces = namespaces_for(self.settings, context.catalogs, self.cwd, self.report)
         outbox = outbox_path(self.settings, context.target_path, context.invocation_id)
         try:
-            emitter, where = make_emitter(self.settings, context.target_path)
+            emitter, where = make_emitter(self.settings, context.target_path, self.redactor)
         except ConfigError as e:  # the plugin: dbt runs on, every event goes to the outbox
             logger.error("%s; events are kept in %s", e, outbox)  # noqa: TRY400 - user's config, no traceback
             emitter, where = Unconfigured(str(e)), "nowhere (transport not configured)"
         self.report.destination = where
-        self.delivery = delivery_for(emitter, outbox=outbox, target=where)
+        self.delivery = delivery_for(emitter, outbox=outbox, target=where, redactor=self.redactor)
         self.delivery.held = isinstance(emitter, Unconfigured)
         self.builder = EventBuilder(
             invocation=invocation_of(context),
             namespaces=namespaces,
-            settings=event_settings(self.settings, self.cwd, context.project_root),
+            settings=event_settings(self.settings, self.cwd, context.project_root, self.redactor),
             manifest=Manifest(
                 path="",
                 dbt_version=context.dbt_version,
@@ -177,6 +183,7 @@ def build(
     dbt_args: Sequence[str],
     *,
     cwd: Path,
+    redactor: Redactor,
     report: Report | None = None,
     progress: Progress | None = None,
     announce: Callable[[], None] | None = None,
@@ -192,7 +199,7 @@ def build(
     check_transport(settings)  # a typo in the transport must not cost a two-hour build
     if announce is not None:
         announce()
-    live = LiveEmitter(settings, cwd=cwd, report=report)
+    live = LiveEmitter(settings, cwd=cwd, report=report, redactor=redactor)
     with suppressed():  # the dbt plugin stays inert inside dbt-oml's own dbt runs
         invocation = run_dbt(dbt_args, live, at_end=live.columns_at_end)
         report.dbt_return_code = invocation.return_code

@@ -40,6 +40,7 @@ from dbt_oml.pipeline.sending import (
     reaches_openmetadata,
 )
 from dbt_oml.pipeline.state_files import STATE_DIR, read_node_starts
+from dbt_oml.redaction import Redactor
 
 logger = logging.getLogger(__name__)
 #: Called once before the transport is made: the CLI says where the events go.
@@ -79,16 +80,20 @@ def emit(
     options: ProjectOptions,
     *,
     cwd: Path,
+    redactor: Redactor,
     announce: Announce | None = None,
     progress: Progress | None = None,
 ) -> Report:
     """`dbt-oml emit`: build and send the events of existing artifacts, without running dbt.
 
-    `announce` is called once the artifacts and settings are checked, before the transport is
-    made (the CLI's line saying where events go); `progress` hears each phase."""
+    `redactor` is the command's (the profile's secrets join it); `announce` is called once the
+    artifacts and settings are checked, before the transport is made (the CLI's line saying
+    where events go); `progress` hears each phase."""
     with quiet_gc():
         try:
-            return _emit(settings, options, cwd=cwd, announce=announce, progress=progress)
+            return _emit(
+                settings, options, cwd=cwd, redactor=redactor, announce=announce, progress=progress
+            )
         finally:
             if progress is not None:
                 progress.end()
@@ -108,11 +113,13 @@ def _emit(
     options: ProjectOptions,
     *,
     cwd: Path,
+    redactor: Redactor,
     announce: Announce | None,
     progress: Progress | None,
 ) -> Report:
     report = Report()
     project = resolve_project(options)
+    redactor.add(*project.secrets)
     artifacts = read_artifacts(project.target_path)
     report.problems += artifacts.problems
     invocation = _invocation(project, artifacts)
@@ -124,7 +131,7 @@ def _emit(
         raise error
     if announce is not None:
         announce()
-    emitter, report.destination = make_emitter(settings, project.target_path)
+    emitter, report.destination = make_emitter(settings, project.target_path, redactor)
     phase(progress, "column lineage")
     lineage = column_lineage_for(
         settings,
@@ -139,14 +146,14 @@ def _emit(
         artifacts,
         invocation=invocation,
         namespaces=namespaces_for(settings, project.catalogs, cwd, report),
-        settings=event_settings(settings, cwd, project.project_dir),
+        settings=event_settings(settings, cwd, project.project_dir, redactor),
         node_starts=read_node_starts(project.target_path, invocation.invocation_id),
         ended_at=results.generated_at,
         error=failure_summary((r.unique_id, r.status) for r in failed) if failed else None,
         lineage=lineage,
     )
     outbox = outbox_path(settings, project.target_path, invocation.invocation_id)
-    delivery = delivery_for(emitter, outbox=outbox, target=report.destination)
+    delivery = delivery_for(emitter, outbox=outbox, target=report.destination, redactor=redactor)
     delivery.held = report.refused is not None
     for event in events:  # each event is built, sent and dropped in turn
         report.events_built += 1
@@ -187,6 +194,7 @@ def replay(
     files: Sequence[Path],
     *,
     target_path: Path,
+    redactor: Redactor,
     announce: Announce | None = None,
 ) -> Report:
     """`dbt-oml replay FILE...` / `dbt-oml flush`: send kept events again.
@@ -198,7 +206,7 @@ def replay(
     report = Report()
     if announce is not None:
         announce()
-    emitter, report.destination = make_emitter(settings, target_path)
+    emitter, report.destination = make_emitter(settings, target_path, redactor)
     staged = claim(files) if emitter is not None else list(files)
     kept = {path: read_kept(path) for path in staged}
     events = [event for file_events, _ in kept.values() for event in file_events]
@@ -207,11 +215,11 @@ def replay(
         staged = []
     first = files[0] if files else target_path / STATE_DIR / "outbox" / "replay.jsonl"
     retry = first.with_name(f"{first.stem}.retry.jsonl")
-    delivery = delivery_for(emitter, outbox=retry, target=report.destination)
+    delivery = delivery_for(emitter, outbox=retry, target=report.destination, redactor=redactor)
     delivery.send_all(events)
     report.delivery = delivery.close()
     for path in staged:
-        _set_aside(path, kept[path][1])
+        _set_aside(path, kept[path][1], redactor)
         release(path, all_delivered=not report.delivery.failed)
     remote = remote_outbox(settings)
     if remote is not None:  # kept again: up; then what the claims were copied from: gone
@@ -223,9 +231,9 @@ def replay(
     return report
 
 
-def _set_aside(claimed: Path, skipped: tuple[int, ...]) -> None:
+def _set_aside(claimed: Path, skipped: tuple[int, ...], redactor: Redactor) -> None:
     """Keep a claim's lines that are no event (each already warned about) before it goes."""
-    rejected = set_aside(claimed, skipped)
+    rejected = set_aside(claimed, skipped, redactor)
     if rejected is not None:
         logger.warning(
             "%d line(s) that are no event kept in %s (never sent by flush)",

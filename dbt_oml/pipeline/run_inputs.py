@@ -10,6 +10,7 @@ from dbt_oml.dbt.runner import DbtContext
 from dbt_oml.events.invocation import EventSettings, Invocation
 from dbt_oml.namespaces import CatalogSpec, Namespaces, resolve_namespaces
 from dbt_oml.pipeline.report import Report
+from dbt_oml.redaction import Redactor
 from dbt_oml.version import __version__
 
 #: OpenLineage `producer` (and every facet's `_producer`): dbt-oml's PyPI release, by version.
@@ -31,7 +32,9 @@ def namespaces_for(
     return resolution.namespaces
 
 
-def event_settings(settings: Settings, cwd: Path, project_root: Path) -> EventSettings:
+def event_settings(
+    settings: Settings, cwd: Path, project_root: Path, redactor: Redactor
+) -> EventSettings:
     return EventSettings(
         project_root=str(project_root),
         producer=PRODUCER,
@@ -42,6 +45,7 @@ def event_settings(settings: Settings, cwd: Path, project_root: Path) -> EventSe
         job_naming=settings.emit.job_naming,
         cwd=str(cwd),
         orchestrator=settings.emit.orchestrator,
+        redact=redactor,
     )
 
 

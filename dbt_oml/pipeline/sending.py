@@ -16,11 +16,14 @@ from dbt_oml.delivery.emitter import Delivery, Emitter
 from dbt_oml.errors import ConfigError, DbtOmlError
 from dbt_oml.pipeline.outbox import outbox_folder
 from dbt_oml.pipeline.report import Report
+from dbt_oml.redaction import Redactor
 
 logger = logging.getLogger(__name__)
 
 
-def make_emitter(settings: Settings, target_path: Path) -> tuple[Emitter | None, str]:
+def make_emitter(
+    settings: Settings, target_path: Path, redactor: Redactor
+) -> tuple[Emitter | None, str]:
     """The openlineage-python client to send with, and a description of where events go.
 
     Without any OpenLineage configuration, events go to a JSON-lines file in the target
@@ -43,7 +46,7 @@ def make_emitter(settings: Settings, target_path: Path) -> tuple[Emitter | None,
         where = str(events_file)
     from dbt_oml.transports import build_transport_factory
 
-    factory = build_transport_factory(*transport_defaults(settings, target_path))
+    factory = build_transport_factory(*transport_defaults(settings, target_path), redactor)
     try:
         client = (
             OpenLineageClient(config=config, factory=factory)
@@ -84,7 +87,9 @@ def transport_defaults(
     return defaults, forced if settings.lineage.allow_empty_column_lineage else {}
 
 
-def delivery_for(emitter: Emitter | None, *, outbox: Path, target: str) -> Delivery:
+def delivery_for(
+    emitter: Emitter | None, *, outbox: Path, target: str, redactor: Redactor
+) -> Delivery:
     """A Delivery through `emitter` that also counts what its transport kept itself, and gives
     OpenMetadata's copy of column lineage to a transport of someone else's that may reach OM."""
     from dbt_oml.om.prepare import column_lineage_where_om_reads_it
@@ -95,6 +100,7 @@ def delivery_for(emitter: Emitter | None, *, outbox: Path, target: str) -> Deliv
         emitter,
         outbox=outbox,
         target=target,
+        redactor=redactor,
         summarise=lambda: summary(transport),
         adapt=column_lineage_where_om_reads_it if foreign_may_reach_om(emitter) else None,
     )
@@ -126,7 +132,7 @@ def check_transport(settings: Settings) -> None:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="dbt-oml-check-") as scratch:
-        client, _ = make_emitter(settings, Path(scratch))
+        client, _ = make_emitter(settings, Path(scratch), Redactor())  # sends nothing
         transport = getattr(client, "transport", None)
         with contextlib.suppress(Exception):  # nothing was sent: closing only frees resources
             transport.close(0)  # type: ignore[union-attr]

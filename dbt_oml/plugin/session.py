@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from dbt_oml.artifacts import RunArtifacts, failure_summary, read_manifest, read_run_results
 from dbt_oml.config import Settings, load_settings
-from dbt_oml.console import print_summary, setup_logging
+from dbt_oml.console import Console
 from dbt_oml.dbt.relation_columns import live_catalog
 from dbt_oml.dbt.runner import Bridge
 from dbt_oml.errors import DbtOmlError
@@ -29,7 +29,6 @@ from dbt_oml.pipeline.report import Report
 from dbt_oml.pipeline.state_files import write_node_starts
 from dbt_oml.plugin.nodes import NodeEnds
 from dbt_oml.plugin.notice import warn
-from dbt_oml.redaction import register
 
 if TYPE_CHECKING:
     from dbt_common.events.base_types import EventMsg
@@ -38,10 +37,14 @@ if TYPE_CHECKING:
 class PluginSession:
     """Listens to one dbt command; `callback` is registered on dbt's event manager."""
 
-    def __init__(self, settings: Settings, cwd: Path) -> None:
+    def __init__(self, settings: Settings, cwd: Path, console: Console | None = None) -> None:
         self.settings = settings
+        self.console = console or Console()
+        self.console.redactor.add(*settings.secrets)
         self.report = Report()
-        self.live = LiveEmitter(settings, cwd=cwd, report=self.report)
+        self.live = LiveEmitter(
+            settings, cwd=cwd, report=self.report, redactor=self.console.redactor
+        )
         self.bridge = Bridge(self.live)
         self.nodes = NodeEnds(
             self.live,
@@ -68,9 +71,9 @@ class PluginSession:
         except DbtOmlError as e:
             warn(f"{e}; dbt runs without lineage")
             return None
-        register(settings.secrets)
-        setup_logging(settings.oml_log_level)
-        return cls(settings, cwd)
+        session = cls(settings, cwd)
+        session.console.log_to_stderr(settings.oml_log_level)
+        return session
 
     def callback(self, event: EventMsg) -> None:
         """dbt calls this from its threads; it must never raise (dbt would hang)."""
@@ -85,7 +88,10 @@ class PluginSession:
                 self._finished.set()
                 self.complete(success=bool(event.data.success), at=_completed_at(event))
         except Exception as e:  # noqa: BLE001 - an exception escaping a dbt callback hangs dbt
-            warn(f"lineage stopped ({type(e).__name__}: {e}); dbt's result is unchanged")
+            warn(
+                f"lineage stopped ({type(e).__name__}: {e}); dbt's result is unchanged",
+                self.console.redactor,
+            )
 
     def _node_finished(self, event: EventMsg) -> None:
         """A node's end right away; on any problem the end of the run sends it instead."""
@@ -120,9 +126,9 @@ class PluginSession:
         if not success and error is None:
             error = "dbt reported failure"
         finish(live, artifacts, node_starts=self.bridge.node_starts, ended_at=at, error=error)
-        print_summary(self.report, dry_run=self.settings.emit.dry_run)
+        self.console.summary(self.report, dry_run=self.settings.emit.dry_run)
         for problem in self.report.problems:
-            warn(problem)
+            warn(problem, self.console.redactor)
 
     def _artifacts(self, target: Path, invocation_id: str) -> RunArtifacts | None:
         """This command's run results and manifest, with the relations' live columns."""

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dbt_oml.errors import ConfigError
+from dbt_oml.redaction import Redactor
 from dbt_oml.relay.loop import Relay, RelayReport, default_backoff
 from dbt_oml.relay.threads import off_loop
 from dbt_oml.transports.jetstream.config import JetStreamConfig
@@ -32,7 +33,12 @@ T = TypeVar("T")
 
 
 def relay_from(
-    ends: RelayEnds, relay: Mapping[str, Any], *, batch: int | None, durable: str | None
+    ends: RelayEnds,
+    relay: Mapping[str, Any],
+    *,
+    batch: int | None,
+    durable: str | None,
+    redactor: Redactor | None = None,
 ) -> Relay:
     """A Relay for the configured ends and `relay:` settings (command-line values win).
 
@@ -44,9 +50,12 @@ def relay_from(
     source = _configured(JetStreamConfig.from_dict, ends.jetstream.config, ends.jetstream.source)
     om_config = {k: v for k, v in ends.openmetadata.config.items() if k != "type"}
     target = _configured(OpenMetadataConfig.from_dict, om_config, ends.openmetadata.source)
+    redactor = redactor or Redactor()
+    redactor.add(source.token, source.password)
     return Relay(
         source=source,
-        om=OpenMetadataTransport(target),
+        om=OpenMetadataTransport(target, redactor=redactor),
+        redactor=redactor,
         durable=durable or relay.get("durable", "dbt-oml-relay"),
         batch=batch or relay.get("batch", 100),
         dead_letter_subject=relay.get("dead_letter_subject"),

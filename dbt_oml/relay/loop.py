@@ -14,7 +14,7 @@ import tenacity
 from tenacity import RetryCallState
 
 from dbt_oml.errors import ConfigError, DeliveryError, blames_payload
-from dbt_oml.redaction import redact
+from dbt_oml.redaction import Redactor
 from dbt_oml.relay.subjects import check_subjects
 from dbt_oml.relay.threads import off_loop
 from dbt_oml.relay.verdicts import (
@@ -79,6 +79,8 @@ class Relay:
     poison_after: int = 5
     #: where `source` was configured, for messages
     source_name: str = "relay.jetstream"
+    redactor: Redactor = field(default_factory=Redactor)
+    """The command's: masks the reasons of dead letters and of the report."""
     report: RelayReport = field(default_factory=RelayReport)
     _reconnects: int = 0
     _unsettled: set[int] = field(default_factory=set)
@@ -281,7 +283,8 @@ class Relay:
             try:
                 event, problem = read_event(message.data)
             except Exception as e:  # noqa: BLE001 - one message never stops the relay
-                event, problem = None, redact(f"could not be read ({type(e).__name__}: {e})")
+                problem = self.redactor(f"could not be read ({type(e).__name__}: {e})")
+                event = None
             if event is None:
                 verdicts[i] = Verdict(Action.DEAD, problem)
             else:
@@ -299,7 +302,7 @@ class Relay:
             self.om.reset_budget()
             outcome = await off_loop(lambda: self.om.deliver(events))
         except DeliveryError as e:  # nothing was taken
-            self.report.last_error = redact(str(e))
+            self.report.last_error = self.redactor(str(e))
             if not blames_payload(e):  # OM unreachable, 5xx, 401/403: retry once fixed
                 return [Verdict(Action.RETRY, self.report.last_error)] * len(events)
             if len(events) == 1:  # OM refused this event for good: a dead letter, its reason
@@ -307,7 +310,7 @@ class Relay:
             logger.warning("relay: %s; trying the %d events one by one", e.reason, len(events))
             return [v for event in events for v in await self._deliver([event])]
         except Exception as e:  # noqa: BLE001 - a bug must not stop the relay: isolate the event
-            reason = redact(f"{type(e).__name__}: {e}")
+            reason = self.redactor(f"{type(e).__name__}: {e}")
             self.report.last_error = f"delivery failed unexpectedly ({reason})"
             if len(events) == 1:
                 return [Verdict(Action.RETRY, self.report.last_error, suspect=True)]
@@ -346,7 +349,7 @@ class Relay:
 
     async def _dead_letter(self, js: Any, message: Any, sequence: int, reason: str) -> None:
         headers = {
-            REASON_HEADER: header_value(reason),
+            REASON_HEADER: header_value(reason, self.redactor),
             # the same message dead-lettered twice (an ack lost on the way) is stored once
             "Nats-Msg-Id": f"dbt-oml-dead-{self.source.stream}-{sequence}",
         }

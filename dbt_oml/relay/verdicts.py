@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from dbt_oml.om.event_check import event_problem
-from dbt_oml.redaction import redact
+from dbt_oml.redaction import Redactor, mask
 
 #: The header of a dead letter that says why it is one.
 REASON_HEADER: Final = "Dbt-Oml-Reason"
@@ -83,11 +83,12 @@ def verdicts_of(outcome: Outcome, count: int) -> list[Verdict]:
     return verdicts
 
 
-def header_value(reason: str) -> str:
-    """A reason as one header line: redacted, ASCII, no line breaks, at most 1000 characters.
+def header_value(reason: str, redactor: Redactor | None = None) -> str:
+    """A reason as one header line: redacted (by the relay's redactor), ASCII, no line breaks,
+    at most 1000 characters.
 
     >>> header_value("bad\\r\\n  thing: é")
     'bad thing: \\\\xe9'
     """
-    one_line = " ".join(redact(reason).split())
+    one_line = " ".join((redactor or mask)(reason).split())
     return one_line.encode("ascii", "backslashreplace").decode("ascii")[:_MAX_REASON]

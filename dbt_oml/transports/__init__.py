@@ -18,8 +18,10 @@ from openlineage.client.transport import get_default_factory
 from openlineage.client.transport.composite import CompositeConfig, CompositeTransport
 from openlineage.client.transport.factory import DefaultTransportFactory
 from openlineage.client.transport.transport import Transport
+from openlineage.client.utils import import_from_string
 
 from dbt_oml.errors import ConfigError
+from dbt_oml.redaction import Redactor
 
 logger = logging.getLogger(__name__)
 
@@ -59,10 +61,12 @@ class TransportFactory(DefaultTransportFactory):
         self,
         defaults: Mapping[str, Mapping[str, Any]] | None = None,
         forced: Mapping[str, Mapping[str, Any]] | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         super().__init__()
         self.defaults = {k: dict(v) for k, v in (defaults or {}).items()}
         self.forced = {k: dict(v) for k, v in (forced or {}).items()}
+        self.redactor = redactor or Redactor()
 
     def _create_transport(self, config: dict[str, str]) -> Transport:
         self._check_type(config.get("type"))
@@ -84,7 +88,19 @@ class TransportFactory(DefaultTransportFactory):
             if key != "type" and config.get(key) in (None, ""):
                 config[key] = value
         config.update(self.forced.get(kind or "", {}))
-        return super()._create_transport(config)
+        if kind is None:
+            return super()._create_transport(config)
+        return self._ours(kind, config)
+
+    def _ours(self, kind: str, config: dict[str, Any]) -> Transport:
+        """One of our transports, given the run's redactor (the client's factory knows only
+        `transport_class(config)`)."""
+        name, priority = config.pop("name", None), int(config.pop("priority", 0) or 0)
+        clazz = import_from_string(KINDS[kind])
+        transport: Transport = clazz(clazz.config_class.from_dict(config), redactor=self.redactor)
+        transport.name = transport.name or name
+        transport.priority = transport.priority or priority
+        return transport
 
     def _check_type(self, kind: object) -> None:
         """A `type:` that is neither a known transport nor a dotted class path: one line with
@@ -125,14 +141,15 @@ class TransportFactory(DefaultTransportFactory):
 def build_transport_factory(
     defaults: Mapping[str, Mapping[str, Any]] | None = None,
     forced: Mapping[str, Mapping[str, Any]] | None = None,
+    redactor: Redactor | None = None,
 ) -> DefaultTransportFactory:
     """A new factory: the client's built-in transports plus `openmetadata` and `jetstream`.
 
     `defaults` maps a kind (`openmetadata`, `jetstream`) to values for keys its configuration
     leaves empty; `forced` to values that win over its configuration. Both apply before the
-    transport is made.
+    transport is made. Our transports get `redactor`, the run's (else one of their own).
     """
-    factory = TransportFactory(defaults, forced)
+    factory = TransportFactory(defaults, forced, redactor)
     for kind, clazz in get_default_factory().transports.items():
         factory.register_transport(kind, clazz)
     for kind, path in KINDS.items():

@@ -20,6 +20,7 @@ from dbt_oml.dbt.runner import NodeStarted
 from dbt_oml.errors import ConfigError
 from dbt_oml.pipeline.live import LiveEmitter, finish
 from dbt_oml.pipeline.report import Report
+from dbt_oml.redaction import Redactor
 from tests.conftest import PROJECT
 from tests.support.live_pipeline import (
     MODEL,
@@ -95,7 +96,7 @@ def _live(project: Path, **namespaces: str) -> tuple[LiveEmitter, Path, list[int
     """LiveEmitter as dbt drives it: the invocation, one model's start, then the end."""
     events = project.parent / "events.jsonl"
     settings = settings_in(project.parent, transport=file_transport(events), namespaces=namespaces)
-    live = LiveEmitter(settings, cwd=project.parent, report=Report())
+    live = LiveEmitter(settings, cwd=project.parent, report=Report(), redactor=Redactor())
     context = dbt_context(project)
     seen = []
     live.on_invocation(context)

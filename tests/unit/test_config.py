@@ -20,6 +20,7 @@ from dbt_oml.config import (
     truthy,
 )
 from dbt_oml.errors import ConfigError
+from dbt_oml.redaction import Redactor
 
 
 def _load(
@@ -309,7 +310,7 @@ def _emitter_from(env: dict[str, str], tmp_path: Path, monkeypatch: pytest.Monke
 
     monkeypatch.setattr(os, "environ", dict(env))  # the client writes aliases into it
     settings = load_settings(cli={}, environ=env, cwd=tmp_path, home=tmp_path / "home")
-    client, _ = make_emitter(settings, tmp_path)
+    client, _ = make_emitter(settings, tmp_path, Redactor())
     return client
 
 

@@ -14,10 +14,10 @@ from dbt_oml.delivery.emitter import (
     Delivery,
     from_dict,
     read_outbox,
-    redact,
     to_dict,
 )
 from dbt_oml.errors import ArtifactError
+from dbt_oml.redaction import Redactor, mask
 from tests.support.events import run_events
 
 
@@ -54,7 +54,9 @@ def test_a_dead_transport_is_tried_a_bounded_number_of_times(
 ) -> None:
     events = run_events(mini_target)
     flaky = Flaky(fail=10**6)
-    delivery = Delivery(flaky, outbox=tmp_path / "outbox" / "x.jsonl", target="om")
+    delivery = Delivery(
+        flaky, outbox=tmp_path / "outbox" / "x.jsonl", target="om", redactor=Redactor()
+    )
     delivery.send_all(events)
     report = delivery.close()
     assert flaky.calls == MAX_CONSECUTIVE_FAILURES
@@ -71,7 +73,7 @@ def test_an_unreachable_backend_is_tried_once(
     """Connection refused after the client's own retries: the rest goes to the outbox untried."""
     events = run_events(mini_target)
     flaky = Flaky(fail=10**6, refused=True)
-    delivery = Delivery(flaky, outbox=tmp_path / "x.jsonl", target="om")
+    delivery = Delivery(flaky, outbox=tmp_path / "x.jsonl", target="om", redactor=Redactor())
     with caplog.at_level("WARNING", logger="dbt_oml.delivery.emitter"):
         delivery.send_all(events)
     report = delivery.close()
@@ -107,7 +109,7 @@ def test_unreachable_reads_the_chain(error: Exception, expected: bool) -> None:
 def test_a_passing_failure_keeps_only_the_failed_event(mini_target: Path, tmp_path: Path) -> None:
     events = run_events(mini_target)
     flaky = Flaky(fail=1)
-    delivery = Delivery(flaky, outbox=tmp_path / "o.jsonl", target="om")
+    delivery = Delivery(flaky, outbox=tmp_path / "o.jsonl", target="om", redactor=Redactor())
     delivery.send_all(events)
     assert delivery.report.delivered == len(events) - 1
     assert [e.run.runId for e in read_outbox(tmp_path / "o.jsonl")] == [events[0].run.runId]
@@ -116,20 +118,22 @@ def test_a_passing_failure_keeps_only_the_failed_event(mini_target: Path, tmp_pa
 def test_outbox_replays_through_a_real_client(mini_target: Path, tmp_path: Path) -> None:
     events = run_events(mini_target)
     outbox = tmp_path / "o.jsonl"
-    delivery = Delivery(Flaky(fail=10**6), outbox=outbox, target="x")
+    delivery = Delivery(Flaky(fail=10**6), outbox=outbox, target="x", redactor=Redactor())
     delivery.send_all(events)
     sink = tmp_path / "sink.jsonl"
     client = OpenLineageClient(
         config={"transport": {"type": "file", "log_file_path": str(sink), "append": True}}
     )
-    Delivery(client, outbox=tmp_path / "again.jsonl", target="file").send_all(read_outbox(outbox))
+    Delivery(client, outbox=tmp_path / "again.jsonl", target="file", redactor=Redactor()).send_all(
+        read_outbox(outbox)
+    )
     replayed = [json.loads(line) for line in sink.read_text().splitlines()]
     assert [e["run"]["runId"] for e in replayed] == [e.run.runId for e in events]
     assert replayed[3]["inputs"] == to_dict(events[3])["inputs"]
 
 
 def test_dry_run_collects(mini_target: Path, tmp_path: Path) -> None:
-    delivery = Delivery(None, outbox=tmp_path / "o.jsonl", target="stdout")
+    delivery = Delivery(None, outbox=tmp_path / "o.jsonl", target="stdout", redactor=Redactor())
     delivery.send_all(run_events(mini_target))
     assert len(delivery.report.collected) > 2
     assert not (tmp_path / "o.jsonl").exists()
@@ -140,7 +144,7 @@ def test_a_torn_last_line_is_skipped_with_a_warning(
 ) -> None:
     events = run_events(mini_target)
     path = tmp_path / "o.jsonl"
-    Delivery(Flaky(fail=10**6), outbox=path, target="x").send_all(events)
+    Delivery(Flaky(fail=10**6), outbox=path, target="x", redactor=Redactor()).send_all(events)
     whole = path.read_text()
     path.write_text(whole + whole.splitlines()[0][:40])  # a crash in the middle of a write
     caplog.clear()
@@ -168,19 +172,18 @@ def test_a_missing_outbox_is_an_artifact_error(tmp_path: Path) -> None:
 
 
 def test_the_outbox_is_private_and_redacted(mini_target: Path, tmp_path: Path) -> None:
-    from dbt_oml.redaction import REDACTOR
-
-    REDACTOR.add("outbox-SECRET-77")
+    redactor = Redactor()  # the run's
+    redactor.add("outbox-SECRET-77")
     event = to_dict(run_events(mini_target)[-1])
     event["run"]["facets"]["errorMessage"] = {"message": "passwd=outbox-SECRET-77 refused"}
     path = tmp_path / "box" / "o.jsonl"
-    Delivery(Flaky(fail=1), outbox=path, target="x").send(from_dict(event))
+    Delivery(Flaky(fail=1), outbox=path, target="x", redactor=redactor).send(from_dict(event))
     assert path.stat().st_mode & 0o777 == 0o600
     assert "SECRET" not in path.read_text()
 
 
-def test_redact() -> None:
-    assert "pw" not in redact("https://u:pw@h/x?api_key=pw")
+def test_mask() -> None:
+    assert "pw" not in mask("https://u:pw@h/x?api_key=pw")
 
 
 def test_each_append_is_whole_lines_in_one_write(
@@ -203,9 +206,9 @@ def test_each_append_is_whole_lines_in_one_write(
 
     monkeypatch.setattr(outbox.os, "write", write)
     events = [to_dict(e) for e in run_events(mini_target)]
-    assert outbox.append_events(tmp_path / "o.jsonl", events[:3]) == 3
-    outbox.append_reason(tmp_path / "o.reasons.log", 3, "POST /api\n  refused\n")
-    Delivery(Flaky(fail=2), outbox=tmp_path / "d.jsonl", target="x").send_all(
+    assert outbox.append_events(tmp_path / "o.jsonl", events[:3], Redactor()) == 3
+    outbox.append_reason(tmp_path / "o.reasons.log", 3, "POST /api\n  refused\n", Redactor())
+    Delivery(Flaky(fail=2), outbox=tmp_path / "d.jsonl", target="x", redactor=Redactor()).send_all(
         from_dict(e) for e in events
     )
     assert [(name, data.count(b"\n")) for name, data in writes] == [
@@ -263,12 +266,12 @@ def test_set_aside_keeps_skipped_lines_as_they_were_in_a_rejected_file(tmp_path:
     (tmp_path / "inv.jsonl").write_text('{"a": 1}\n[[[\n{"b": 2}\ntorn')
     (tmp_path / "inv.rejected.jsonl").write_text('{"refused": 1}\n')
     (claimed,) = claim([tmp_path / "inv.jsonl"])
-    assert set_aside(claimed, (2, 4)) == tmp_path / "inv.rejected.jsonl"
+    assert set_aside(claimed, (2, 4), Redactor()) == tmp_path / "inv.rejected.jsonl"
     assert (tmp_path / "inv.rejected.jsonl").read_text() == '{"refused": 1}\n[[[\ntorn\n'
-    assert set_aside(claimed, ()) is None
+    assert set_aside(claimed, (), Redactor()) is None
     # a rejected file replayed by name keeps its own skipped lines under its own name
     (again,) = claim([tmp_path / "inv.rejected.jsonl"])
-    assert set_aside(again, (2,)) == tmp_path / "inv.rejected.jsonl"
+    assert set_aside(again, (2,), Redactor()) == tmp_path / "inv.rejected.jsonl"
 
 
 def test_recover_skips_a_claim_another_flush_gave_back_first(

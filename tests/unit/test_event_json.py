@@ -22,6 +22,7 @@ from dbt_oml.events.invocation_events import build_events
 from dbt_oml.lineage.batch import analyse_models
 from dbt_oml.om.prepare import column_lineage_where_om_reads_it
 from dbt_oml.pipeline.sending import foreign_may_reach_om, reaches_openmetadata
+from dbt_oml.redaction import Redactor
 from dbt_oml.transports import build_transport_factory
 from dbt_oml.transports.file import FileTransport
 from tests.support.events import NS, STARTED
@@ -165,7 +166,7 @@ def test_a_replayed_event_is_rebuilt_as_it_was_kept(mini_target: Path) -> None:
 
 @pytest.mark.parametrize("held", [False, True])
 def test_dry_run_collects_serde_dicts(mini_target: Path, tmp_path: Path, held: bool) -> None:
-    delivery = Delivery(None, outbox=tmp_path / "o.jsonl", target="stdout")
+    delivery = Delivery(None, outbox=tmp_path / "o.jsonl", target="stdout", redactor=Redactor())
     delivery.held = held
     events = _events(mini_target)
     delivery.send_all(events)

@@ -1,6 +1,6 @@
 """sqlglot's own log lines ("Cannot traverse scope", "unsupported syntax") never reach dbt-oml's
 output while the engine works; a model the engine cannot analyse is one WARNING, with the reason,
-in the end-of-run summary (pipeline.console.print_summary)."""
+in the end-of-run summary (console.Console.summary)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import sqlglot
 from sqlglot.optimizer.scope import build_scope
 
 from dbt_oml.artifacts import read_artifacts
-from dbt_oml.console import print_summary
+from dbt_oml.console import Console
 from dbt_oml.errors import LineageError
 from dbt_oml.lineage.batch import analyse_models
 from dbt_oml.lineage.filerefs import file_paths
@@ -118,7 +118,7 @@ def test_an_unsupported_model_is_one_warning_with_the_reason(
     result = analyse_models(read_artifacts(mini_target), wanted=wanted, dialect="duckdb")
     assert set(result.opaque) == {"model.jaffle_oml.calls", "model.jaffle_oml.summary"}
     assert [r for r in records if r.levelno >= logging.WARNING] == []  # the analysis says nothing
-    print_summary(
+    Console().summary(
         Report(lineage_models=len(result.models), opaque=dict(result.opaque)), dry_run=False
     )
     warnings = [r for r in records if r.levelno >= logging.WARNING]

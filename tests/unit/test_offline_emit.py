@@ -18,6 +18,7 @@ from dbt_oml.dbt.project import ProjectOptions
 from dbt_oml.delivery.emitter import read_outbox
 from dbt_oml.errors import ArtifactError
 from dbt_oml.pipeline import offline
+from dbt_oml.redaction import Redactor
 from tests.conftest import PROJECT
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "golden" / "artifacts"
@@ -42,7 +43,8 @@ def _settings(cwd: Path, **changes: Any) -> Settings:
 
 def _emit(project: Path, **changes: Any) -> offline.Report:
     options = ProjectOptions(project_dir=project, profiles_dir=project)
-    return offline.emit(_settings(project.parent, **changes), options, cwd=project.parent)
+    settings = _settings(project.parent, **changes)
+    return offline.emit(settings, options, cwd=project.parent, redactor=Redactor())
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:

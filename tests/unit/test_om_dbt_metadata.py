@@ -17,6 +17,7 @@ import pytest
 
 from dbt_oml.errors import ConfigError
 from dbt_oml.om.metadata.session import DbtCounts
+from dbt_oml.redaction import Redactor
 from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
 from tests.support.fakes.openmetadata import FakeOpenMetadata, Principal
 from tests.support.om_transport import NS, sample_event, transport
@@ -450,7 +451,7 @@ def test_transport_notes_reach_the_summary(om: FakeOpenMetadata, tmp_path: Path)
 
     client = Client()
     client.transport = t
-    delivery = delivery_for(client, outbox=tmp_path / "o.jsonl", target="om")
+    delivery = delivery_for(client, outbox=tmp_path / "o.jsonl", target="om", redactor=Redactor())
     t.emit(node_event())
     report = delivery.close()
     assert report.notes == [t.notes[0]]

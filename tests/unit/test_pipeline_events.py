@@ -19,6 +19,7 @@ from dbt_oml.dbt.runner import DbtContext, NodeStarted
 from dbt_oml.delivery.emitter import read_outbox
 from dbt_oml.pipeline.live import LiveEmitter, finish
 from dbt_oml.pipeline.report import Report
+from dbt_oml.redaction import Redactor
 from tests.conftest import PROJECT
 from tests.support.live_pipeline import (
     ARTIFACTS,
@@ -58,7 +59,7 @@ def _run(
     where = (settings.transport.config or {}).get("log_file_path")
     events_file = Path(str(where)) if where and not Path(str(where)).is_dir() else None
     seen: list[int] = []
-    live = LiveEmitter(settings, cwd=project.parent, report=Report())
+    live = LiveEmitter(settings, cwd=project.parent, report=Report(), redactor=Redactor())
     context = context or dbt_context(project)
     live.on_invocation(context)
     seen.append(len(_lines(events_file)) if events_file else 0)

@@ -22,6 +22,7 @@ from dbt_oml.delivery.emitter import Delivery, read_outbox
 from dbt_oml.pipeline.live import LiveEmitter
 from dbt_oml.pipeline.report import Report
 from dbt_oml.plugin.nodes import MAX_QUEUED, NodeEnds, _result_of
+from dbt_oml.redaction import Redactor
 
 
 def finished(resource_type: str = "model", uid: str | None = None, **run_result: Any) -> Any:
@@ -133,12 +134,14 @@ def test_with_the_queue_full_a_nodes_end_goes_to_the_outbox_without_waiting(
     base = load_settings(cli={}, environ={}, cwd=tmp_path, home=tmp_path)
     events_file = tmp_path / "events.jsonl"
     transport = {"type": "file", "log_file_path": str(events_file), "append": True}
-    live = LiveEmitter(changed(base, transport=transport), cwd=tmp_path, report=Report())
+    live = LiveEmitter(
+        changed(base, transport=transport), cwd=tmp_path, report=Report(), redactor=Redactor()
+    )
     context = _context(tmp_path)
     live.on_invocation(context)  # the invocation's START, through the file transport
     before = live.report.events_built
     backend, outbox = StalledBackend(), tmp_path / "outbox.jsonl"
-    live.delivery = Delivery(backend, outbox=outbox, target="a stalled server")
+    live.delivery = Delivery(backend, outbox=outbox, target="a stalled server", redactor=Redactor())
     bridge = Bridge(live)
     ends = ReadyEnds(live, enqueue=bridge.enqueue, queued=bridge.items.qsize, node_starts={})
     names = [f"model.p.m{i:04}" for i in range(MAX_QUEUED + 1)]

@@ -12,27 +12,24 @@ import json
 import logging
 import string
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from openlineage.client.event_v2 import RunEvent
 
-from dbt_oml import redaction
 from dbt_oml.artifacts import RunArtifacts, read_artifacts
-from dbt_oml.console import setup_logging
+from dbt_oml.console import Console
 from dbt_oml.delivery.emitter import to_dict
 from dbt_oml.delivery.outbox import append_events, append_reason
 from dbt_oml.errors import NamespaceError
 from dbt_oml.events.invocation import EventSettings, Invocation
 from dbt_oml.events.invocation_events import build_events
 from dbt_oml.namespaces import CatalogSpec, Namespaces, namespace_for, resolve_namespaces
-from dbt_oml.redaction import Redactor, redact, redact_event, secrets_in, secrets_of
+from dbt_oml.redaction import Redactor, mask, secrets_in, secrets_of
 from tests.conftest import MINI
 from tests.support.events import STARTED
 
@@ -60,16 +57,11 @@ url_passwords = st.text(alphabet=_ALPHABET.replace(" ", ""), min_size=8, max_siz
 )
 
 
-@contextmanager
-def fresh_redactor(*secrets: str) -> Iterator[Redactor]:
-    """A process redactor that knows only `secrets` (hypothesis runs many examples per test)."""
-    saved = redaction.REDACTOR
-    redaction.REDACTOR = Redactor()
-    redaction.REDACTOR.add(*secrets)
-    try:
-        yield redaction.REDACTOR
-    finally:
-        redaction.REDACTOR = saved
+def knowing(*secrets: str) -> Redactor:
+    """A run's redactor that knows `secrets` (each hypothesis example is a run of its own)."""
+    redactor = Redactor()
+    redactor.add(*secrets)
+    return redactor
 
 
 def _contexts(pw: str) -> list[str]:
@@ -90,10 +82,10 @@ def _contexts(pw: str) -> list[str]:
 @hostile
 @given(pw=passwords)
 def test_a_registered_password_never_survives(pw: str) -> None:
-    with fresh_redactor(pw):
-        for text in _contexts(pw):
-            assert pw not in redact(text)
-            assert quote(pw, safe="") not in redact(text)
+    redact = knowing(pw)
+    for text in _contexts(pw):
+        assert pw not in redact(text)
+        assert quote(pw, safe="") not in redact(text)
 
 
 @hostile
@@ -107,29 +99,25 @@ def test_an_unregistered_password_in_a_url_or_dsn_never_survives(pw: str) -> Non
         json.dumps({"jwt_token": pw}),
         f"GET /api?token={quote(pw, safe='')}&x=1",
     ]
-    with fresh_redactor():
-        for text in texts:
-            secret = pw.replace(";", "") if "passwd=" in text else pw
-            assume(secret not in text.replace(secret, "", 1))  # not also part of the rest
-            assert secret not in redact(text), text
-            assert quote(pw, safe="") not in redact(text)
+    for text in texts:
+        secret = pw.replace(";", "") if "passwd=" in text else pw
+        assume(secret not in text.replace(secret, "", 1))  # not also part of the rest
+        assert secret not in mask(text), text
+        assert quote(pw, safe="") not in mask(text)
 
 
 def test_known_shapes_keep_the_rest_readable() -> None:
-    with fresh_redactor():
-        assert redact("nats://u:pw@n1:4222 and https://om:8585/x") == (
-            "nats://***@n1:4222 and https://om:8585/x"
-        )
-        assert redact('{"password": "a b", "user": "x"}') == '{"password": "***", "user": "x"}'
-        assert redact("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.x.y") == (
-            "Authorization: Bearer ***"
-        )
-        assert redact("oauth_token_url=https://idp/token tokens: 5") == (
-            "oauth_token_url=https://idp/token tokens: 5"
-        )
-        assert redact("md:db?motherduck_token=abc123&saas_mode=true") == (
-            "md:db?motherduck_token=***&saas_mode=true"
-        )
+    assert mask("nats://u:pw@n1:4222 and https://om:8585/x") == (
+        "nats://***@n1:4222 and https://om:8585/x"
+    )
+    assert mask('{"password": "a b", "user": "x"}') == '{"password": "***", "user": "x"}'
+    assert mask("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.x.y") == ("Authorization: Bearer ***")
+    assert mask("oauth_token_url=https://idp/token tokens: 5") == (
+        "oauth_token_url=https://idp/token tokens: 5"
+    )
+    assert mask("md:db?motherduck_token=abc123&saas_mode=true") == (
+        "md:db?motherduck_token=***&saas_mode=true"
+    )
 
 
 def test_redact_event_masks_error_texts_only() -> None:
@@ -143,8 +131,7 @@ def test_redact_event_masks_error_texts_only() -> None:
             },
         },
     }
-    with fresh_redactor("test"):  # a secret that is also a common word
-        out = redact_event(doc)
+    out = knowing("test").event(doc)  # a secret that is also a common word
     assert out["job"] == doc["job"]
     assert out["run"]["facets"]["dbt_run"] == {"command": "test"}
     assert out["run"]["facets"]["errorMessage"] == {
@@ -210,6 +197,7 @@ def _namespace_or_error(spec: CatalogSpec) -> str:
 
 @hostile
 @given(pw=passwords, junk=st.text(alphabet=_ALPHABET + "=',", max_size=30))
+@example(pw="000000:;", junk="s3:")  # a DuckDB path that is no URL: `s3:password=...` (found)
 def test_namespace_derivation_raises_only_namespace_errors(pw: str, junk: str) -> None:
     assume(pw not in junk)  # junk stands where a host goes: it is no secret
     for kind in ("postgres", "mysql", "mssql", "duckdb"):
@@ -230,9 +218,10 @@ def test_namespace_derivation_raises_only_namespace_errors(pw: str, junk: str) -
 @hostile
 @given(pw=passwords, url_pw=url_passwords)
 def test_outbox_reasons_never_hold_a_password(pw: str, url_pw: str) -> None:
-    with fresh_redactor(pw), tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "openmetadata.reasons.log"
-        append_reason(log, 3, f"POST https://bot:{url_pw}@om:8585/api 401; password was {pw}")
+        reason = f"POST https://bot:{url_pw}@om:8585/api 401; password was {pw}"
+        append_reason(log, 3, reason, knowing(pw))
         text = log.read_text()
         assert pw not in text
         assert url_pw not in text
@@ -244,18 +233,18 @@ def test_outbox_reasons_never_hold_a_password(pw: str, url_pw: str) -> None:
 def test_log_lines_and_tracebacks_never_hold_a_password(pw: str) -> None:
     logger = logging.getLogger("dbt_oml")
     saved = (logger.handlers[:], logger.level, logger.propagate)
-    with fresh_redactor(pw):
-        setup_logging("DEBUG")
-        stream = io.StringIO()
-        logger.handlers[0].setStream(stream)  # type: ignore[attr-defined]
+    # the run's console, with the run's redactor
+    Console(knowing(pw)).log_to_stderr("DEBUG")
+    stream = io.StringIO()
+    logger.handlers[0].setStream(stream)  # type: ignore[attr-defined]
+    try:
+        logging.getLogger("dbt_oml.x").warning("connect to %s failed", _contexts(pw)[0])
         try:
-            logging.getLogger("dbt_oml.x").warning("connect to %s failed", _contexts(pw)[0])
-            try:
-                raise ConnectionError(f"refused: passwd={pw}")  # noqa: TRY301 - a logged exception
-            except ConnectionError:
-                logging.getLogger("dbt_oml.y").exception("delivery failed")
-        finally:
-            logger.handlers[:], logger.level, logger.propagate = saved
+            raise ConnectionError(f"refused: passwd={pw}")  # noqa: TRY301 - a logged exception
+        except ConnectionError:
+            logging.getLogger("dbt_oml.y").exception("delivery failed")
+    finally:
+        logger.handlers[:], logger.level, logger.propagate = saved
     out = stream.getvalue()
     assert "ConnectionError: refused: passwd=***" in out
     assert pw not in out
@@ -269,7 +258,9 @@ def _mini() -> RunArtifacts:
     return read_artifacts(MINI)
 
 
-def _built(*, error: str | None = None, message: str | None = None) -> list[RunEvent]:
+def _built(
+    *, error: str | None = None, message: str | None = None, redactor: Redactor | None = None
+) -> list[RunEvent]:
     """The mini fixture's events through the event builder: `message` as the failed node's
     text in run_results.json, `error` as the invocation's (dbt's error text)."""
     artifacts = _mini()
@@ -285,7 +276,9 @@ def _built(*, error: str | None = None, message: str | None = None) -> list[RunE
             invocation_id="i", started_at=STARTED, command="build", project_name="p"
         ),
         namespaces=Namespaces(by_catalog={}, fallback="duckdb://pod"),
-        settings=EventSettings(producer="https://example.com/p", adapter_version="0"),
+        settings=EventSettings(
+            producer="https://example.com/p", adapter_version="0", redact=redactor or mask
+        ),
         error=error,
     )
 
@@ -299,11 +292,11 @@ def _dbt_errors(pw: str) -> list[str]:
     ]
 
 
-def _assert_nowhere(secrets: set[str], texts: list[str]) -> None:
+def _assert_nowhere(secrets: set[str], texts: list[str], redactor: Redactor) -> None:
     """None of the secrets nor their URL-encoded forms in the error facets the builder makes
     of dbt's texts (a failed node's message, the invocation's error), nor in the outbox."""
     text = "\n".join(texts)  # dbt's messages run over several lines
-    events = _built(error=text, message=text)
+    events = _built(error=text, message=text, redactor=redactor)
     docs = [to_dict(e) for e in events]
     messages = [
         d["run"]["facets"]["errorMessage"]["message"]
@@ -313,7 +306,7 @@ def _assert_nowhere(secrets: set[str], texts: list[str]) -> None:
     assert len(messages) == 2, messages  # the failed node's and the invocation's
     with tempfile.TemporaryDirectory() as tmp:
         outbox = Path(tmp) / "o.jsonl"
-        assert append_events(outbox, docs) == len(events)
+        assert append_events(outbox, docs, redactor) == len(events)
         written = outbox.read_text()
     for secret in secrets | {quote(s, safe="") for s in secrets}:
         assert all(secret not in m for m in messages), (secret, messages)
@@ -328,8 +321,7 @@ hostile_builds = settings(hostile, max_examples=40)
 @given(pw=passwords)
 def test_a_registered_password_in_dbts_error_text_never_reaches_events(pw: str) -> None:
     """A profile's password (registered as it is read), spaces and all."""
-    with fresh_redactor(pw):
-        _assert_nowhere({pw}, _dbt_errors(pw))
+    _assert_nowhere({pw}, _dbt_errors(pw), knowing(pw))
 
 
 @hostile_builds
@@ -343,8 +335,7 @@ def test_an_unregistered_password_in_dbts_error_text_never_reaches_events(pw: st
         text = text.replace(pw, secret)  # noqa: PLW2901 - the DSN's own form of it
         assume(secret not in text.replace(secret, "", 1))  # not also part of the rest
         texts.append(text)
-    with fresh_redactor():
-        _assert_nowhere({pw, pw.replace(";", "")}, texts)
+    _assert_nowhere({pw, pw.replace(";", "")}, texts, Redactor())
 
 
 def test_error_facets_are_redacted(mini_target: Path) -> None:
@@ -355,16 +346,19 @@ def test_error_facets_are_redacted(mini_target: Path) -> None:
     failed = next(r for r in doc["results"] if r["status"] == "error")
     failed["message"] = "IO Error: Unable to connect: host=db user=root passwd=TOPSECRET db=crm"
     results.write_text(json.dumps(doc))
-    with fresh_redactor("pg-R3gistered"):
-        events = build_events(
-            read_artifacts(mini_target),
-            invocation=Invocation(
-                invocation_id="i", started_at=STARTED, command="build", project_name="p"
-            ),
-            namespaces=Namespaces(by_catalog={}, fallback="duckdb://pod"),
-            settings=EventSettings(producer="https://example.com/p", adapter_version="0"),
-            error="Runtime Error: attach 'postgresql://etl:pg-R3gistered@dw/x' failed",
-        )
+    events = build_events(
+        read_artifacts(mini_target),
+        invocation=Invocation(
+            invocation_id="i", started_at=STARTED, command="build", project_name="p"
+        ),
+        namespaces=Namespaces(by_catalog={}, fallback="duckdb://pod"),
+        settings=EventSettings(
+            producer="https://example.com/p",
+            adapter_version="0",
+            redact=knowing("pg-R3gistered"),
+        ),
+        error="Runtime Error: attach 'postgresql://etl:pg-R3gistered@dw/x' failed",
+    )
     docs = [Serde.to_dict(e) for e in events]
     messages = [
         d["run"]["facets"]["errorMessage"]["message"] for d in docs if d["eventType"] == "FAIL"
@@ -472,7 +466,10 @@ def test_om_url_user_info_never_leaves_a_failed_delivery(
     transport = OpenMetadataTransport(config, sleep=time.sleep, clock=time.clock)
     events = _built(error=f"Runtime Error: POST {url}/api refused")  # dbt's text quoting it
     delivery = delivery_for(
-        OpenLineageClient(transport=transport), outbox=tmp_path / "kept.jsonl", target="om"
+        OpenLineageClient(transport=transport),
+        outbox=tmp_path / "kept.jsonl",
+        target="om",
+        redactor=transport.redactor,
     )
     delivery.send_all(events)
     report = delivery.close()

@@ -3,7 +3,8 @@
 TLS verification off used to warn only when the config came from a dict (a YAML `false`), not
 when it came as text from an environment variable; an `http://` OAuth2 token URL sent the client
 secret in clear without a word. (Plain http with a token: test_om_safety's
-test_plain_http_with_a_token_warns_once.)
+test_plain_http_with_a_token_warns.) A run makes one OpenMetadata transport, which says each
+insecurity as it is made: no module state remembers anything between runs (or tests).
 """
 
 from __future__ import annotations
@@ -15,13 +16,6 @@ from openlineage.client import OpenLineageClient
 
 from dbt_oml.transports import build_transport_factory
 from dbt_oml.transports.openmetadata import OpenMetadataTransport
-from dbt_oml.transports.openmetadata import config as openmetadata_config
-
-
-@pytest.fixture(autouse=True)
-def _new_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test is a run of its own: nothing was warned about yet."""
-    monkeypatch.setattr(openmetadata_config, "_WARNED", set())
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -29,19 +23,19 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 @pytest.mark.parametrize("text", ["false", "False", "FALSE"])
-def test_verify_off_as_text_warns_once(caplog: pytest.LogCaptureFixture, text: str) -> None:
+def test_verify_off_as_text_warns(caplog: pytest.LogCaptureFixture, text: str) -> None:
     factory = build_transport_factory()
     config = {"type": "openmetadata", "url": "https://om-unverified:8585", "jwt_token": "t"}
-    created = [factory.create({**config, "verify": text}) for _ in range(2)]
-    assert all(isinstance(t, OpenMetadataTransport) for t in created)
-    assert [t.config.verify for t in created] == [False, False]  # type: ignore[attr-defined]
+    created = factory.create({**config, "verify": text})
+    assert isinstance(created, OpenMetadataTransport)
+    assert created.config.verify is False
     assert _warnings(caplog) == [
         "TLS verification to https://om-unverified:8585 is OFF: anyone on the path can read "
         "the token"
     ]
 
 
-def test_verify_off_from_an_openlineage_variable_warns_once(
+def test_verify_off_from_an_openlineage_variable_warns(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     for key, value in {
@@ -51,16 +45,15 @@ def test_verify_off_from_an_openlineage_variable_warns_once(
         "VERIFY": "False",  # not JSON: openlineage-python hands it over as text
     }.items():
         monkeypatch.setenv(f"OPENLINEAGE__TRANSPORT__{key}", value)
-    for _ in range(2):
-        client = OpenLineageClient(factory=build_transport_factory())
-        assert client.transport.config.verify is False  # type: ignore[attr-defined]
+    client = OpenLineageClient(factory=build_transport_factory())
+    assert client.transport.config.verify is False  # type: ignore[attr-defined]
     assert [w for w in _warnings(caplog) if "TLS verification" in w] == [
         "TLS verification to https://om-unverified:8585 is OFF: anyone on the path can read "
         "the token"
     ]
 
 
-def test_a_plain_http_oauth_token_url_warns_once(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_plain_http_oauth_token_url_warns(caplog: pytest.LogCaptureFixture) -> None:
     factory = build_transport_factory()
     config = {
         "type": "openmetadata",
@@ -69,8 +62,7 @@ def test_a_plain_http_oauth_token_url_warns_once(caplog: pytest.LogCaptureFixtur
         "client_secret": "oauth-S3cret",
         "oauth_token_url": "http://idp.example/oauth2/token",
     }
-    for _ in range(2):
-        factory.create(dict(config))
+    factory.create(dict(config))
     assert _warnings(caplog) == [
         "the OAuth2 token URL http://idp.example/oauth2/token is plain http: the client secret "
         "travels in clear"
@@ -90,3 +82,12 @@ def test_https_everywhere_and_verified_is_quiet(caplog: pytest.LogCaptureFixture
         }
     )
     assert _warnings(caplog) == []
+
+
+def test_each_run_says_it_again(caplog: pytest.LogCaptureFixture) -> None:
+    """Two runs in one process (the fork server, a long-lived host) each warn: nothing global
+    remembers the first."""
+    config = {"type": "openmetadata", "url": "https://om-unverified:8585", "verify": False}
+    for _ in range(2):
+        build_transport_factory().create({**config, "jwt_token": "t"})
+    assert len(_warnings(caplog)) == 2

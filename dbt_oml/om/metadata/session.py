@@ -19,7 +19,7 @@ from typing import Any, Final, TypeVar
 from dbt_oml.config import truthy
 from dbt_oml.errors import ConfigError, TerminalDeliveryError
 from dbt_oml.om.client import OpenMetadataClient, Reply
-from dbt_oml.redaction import redact
+from dbt_oml.redaction import mask
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -122,7 +122,7 @@ class Session:
             )
         if not reply.ok and reply.status != HTTPStatus.CONFLICT:
             self.say(
-                f"OpenMetadata refused {method} {what}: {reply.status} {redact(reply.message)}",
+                f"OpenMetadata refused {method} {what}: {reply.status} {mask(reply.message)}",
                 level=logging.WARNING,
             )
         return reply

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from dbt_oml.errors import ConfigError, TransientDeliveryError
-from dbt_oml.redaction import redact
+from dbt_oml.redaction import mask
 
 if TYPE_CHECKING:
     from dbt_oml.transports.jetstream.config import JetStreamConfig
@@ -67,7 +67,7 @@ def server_label(servers: list[str]) -> str:
     >>> server_label(["nats://etl:s3cret@nats:4222"])
     'nats://***@nats:4222'
     """
-    return redact(", ".join(servers))
+    return mask(", ".join(servers))
 
 
 def describe(error: BaseException, *, timeout: float) -> str:
@@ -91,10 +91,10 @@ def describe(error: BaseException, *, timeout: float) -> str:
     if isinstance(error, ConnectionResetError | BrokenPipeError):
         return "the connection was reset"
     if isinstance(error, OSError):
-        return redact(str(error.strerror or error).lower())
+        return mask(str(error.strerror or error).lower())
     if isinstance(error, nats_errors.Error) and text:
-        return redact(text)
-    return redact(f"{type(error).__name__}: {text}" if text else type(error).__name__)
+        return mask(text)
+    return mask(f"{type(error).__name__}: {text}" if text else type(error).__name__)
 
 
 def _connection_cause(error: BaseException) -> str | None:
@@ -126,7 +126,7 @@ def _nats_cause(error: BaseException, text: str) -> str | None:
     if isinstance(error, nats_errors.ConnectionClosedError | nats_errors.StaleConnectionError):
         return "the connection was lost"
     if isinstance(error, js_errors.APIError):
-        return redact(f"JetStream refused: {error.description or error}")
+        return mask(f"JetStream refused: {error.description or error}")
     return None
 
 
@@ -138,7 +138,7 @@ def quiet_loop(loop: asyncio.AbstractEventLoop) -> asyncio.AbstractEventLoop:
         logger.debug(
             "asyncio: %s%s",
             context.get("message", ""),
-            f" ({type(error).__name__}: {redact(str(error))})" if error else "",
+            f" ({type(error).__name__}: {mask(str(error))})" if error else "",
         )
 
     loop.set_exception_handler(handler)
@@ -156,7 +156,7 @@ class _Attempt:
 
     async def on_error(self, error: Exception) -> None:
         if self.connected:
-            logger.debug("NATS: %s", redact(f"{type(error).__name__}: {error}"))
+            logger.debug("NATS: %s", mask(f"{type(error).__name__}: {error}"))
             return
         self.failures.append(error)
         self.failed.set()

@@ -27,6 +27,7 @@ from tenacity import RetryCallState
 from dbt_oml.delivery.outbox import Keeper
 from dbt_oml.errors import ConfigError
 from dbt_oml.events import serialize
+from dbt_oml.redaction import Redactor
 from dbt_oml.retry import exponential, within
 from dbt_oml.transports.jetstream.config import JetStreamConfig
 from dbt_oml.transports.jetstream.connection import (
@@ -49,8 +50,10 @@ class JetStreamTransport(Transport):
     kind = "jetstream"
     config_class = JetStreamConfig
 
-    def __init__(self, config: JetStreamConfig) -> None:
+    def __init__(self, config: JetStreamConfig, *, redactor: Redactor | None = None) -> None:
         self.config = config
+        self.redactor = redactor or Redactor()
+        self.redactor.add(config.token, config.password)
         self._nats = nats_module()
         self._loop = quiet_loop(asyncio.new_event_loop())
         self._nc: Any = None
@@ -59,7 +62,7 @@ class JetStreamTransport(Transport):
         self._reached = False  # a server answered once in this run: a fault now is worth a retry
         self._dead: str | None = None
         self.delivered = 0
-        self.kept = Keeper(Path(config.outbox_dir), "jetstream")
+        self.kept = Keeper(Path(config.outbox_dir), "jetstream", self.redactor)
         self.problems: list[str] = []
         self._retried: dict[str, int] = {}
         self._already_stored = 0

@@ -1,14 +1,14 @@
 """The OpenMetadata transport's settings (`transport:` with `type: openmetadata`).
 
 Parsed from openlineage.yml, dbt-oml.yml or OPENLINEAGE__TRANSPORT__* (values may arrive as
-text); secrets are registered with the redactor as they are read, and an insecure setup (TLS
-verification off, credentials over plain http) is one WARNING per run.
+text); `secrets()` are what the transport's redactor masks. An insecure setup (TLS
+verification off, credentials over plain http) is named by `insecurities()`, which the
+transport says as it is made (a run makes one).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +24,8 @@ from dbt_oml.om.client import (
     TokenProvider,
 )
 from dbt_oml.om.metadata.session import PARTS, dbt_parts
-from dbt_oml.redaction import REDACTOR, redact
+from dbt_oml.redaction import mask
 from dbt_oml.transports.options import coerce, known_values
-
-logger = logging.getLogger(__name__)
-_WARNED: set[str] = set()
-
-
-def _warn_once(message: str) -> None:
-    if message not in _WARNED:
-        _WARNED.add(message)
-        logger.warning("%s", message)
 
 
 @attr.define
@@ -94,23 +85,27 @@ class OpenMetadataConfig(Config):
                 values[key] = _parse_text(values[key], key)
         if isinstance(values.get("verify"), str) and values["verify"].lower() in {"true", "false"}:
             values["verify"] = values["verify"].lower() == "true"
-        config = cls(**values)
-        REDACTOR.add(config.jwt_token, config.password, config.client_secret)
-        return config
+        return cls(**values)
 
-    def warn_if_insecure(self) -> None:
-        """One WARNING per run when credentials could be read on the way (no TLS, or unverified)."""
-        url = redact(self.url)
+    def secrets(self) -> tuple[str | None, ...]:
+        """The values to mask wherever they appear (the transport gives them to its redactor)."""
+        return (self.jwt_token, self.password, self.client_secret)
+
+    def insecurities(self) -> list[str]:
+        """What lets credentials be read on the way (no TLS, or unverified), one line each."""
+        url = mask(self.url)
+        found = []
         if self.verify is False:
-            _warn_once(f"TLS verification to {url} is OFF: anyone on the path can read the token")
+            found.append(f"TLS verification to {url} is OFF: anyone on the path can read the token")
         if self.url.lower().startswith("http://") and self.auth() is not None:
-            _warn_once(f"OpenMetadata at {url} is plain http: the bot's token travels in clear")
+            found.append(f"OpenMetadata at {url} is plain http: the bot's token travels in clear")
         token_url = self.oauth_token_url or ""
         if token_url.lower().startswith("http://") and self.client_secret:
-            _warn_once(
-                f"the OAuth2 token URL {redact(token_url)} is plain http: the client secret "
+            found.append(
+                f"the OAuth2 token URL {mask(token_url)} is plain http: the client secret "
                 "travels in clear"
             )
+        return found
 
     def auth(self) -> TokenProvider | None:
         if self.jwt_token_file:

@@ -32,7 +32,7 @@ from dbt_oml.om.names import fqn, quote
 from dbt_oml.om.prepare import Prepared
 from dbt_oml.om.services import pipeline_name
 from dbt_oml.om.tables import TableRef, candidates, table_ref
-from dbt_oml.redaction import redact
+from dbt_oml.redaction import mask
 from dbt_oml.transports.base import Outcome
 
 logger = logging.getLogger(__name__)
@@ -140,7 +140,7 @@ class DottedLineage:
                         for c in table.get("columns") or []
                     )
         except DbtOmlError as e:  # unreachable, refused, a token file that is not there
-            logger.debug("no OpenMetadata columns for %s/%s: %s", namespace, name, redact(str(e)))
+            logger.debug("no OpenMetadata columns for %s/%s: %s", namespace, name, mask(str(e)))
         return None
 
     # -- delivery ------------------------------------------------------------------------
@@ -192,7 +192,7 @@ class DottedLineage:
             return f"OpenMetadata refused {what}: {reply.message}", True
         raise status_error(
             reply.status,
-            target=f"PUT {redact(self._client.base_url)}{LINEAGE_PATH}",
+            target=f"PUT {mask(self._client.base_url)}{LINEAGE_PATH}",
             reason=f"{reply.status} {reply.message}",
         )
 

@@ -43,7 +43,7 @@ from dbt_oml.om.event_check import event_problem
 from dbt_oml.om.metadata.writer import TABLE_FIELDS, DbtMetadata
 from dbt_oml.om.prepare import Prepared, prepare
 from dbt_oml.om.retry import RetryBudget
-from dbt_oml.redaction import redact
+from dbt_oml.redaction import Redactor, mask
 from dbt_oml.transports.base import Columns, Outcome
 from dbt_oml.transports.openmetadata.answers import (
     BATCH_PATH,
@@ -82,13 +82,18 @@ class OpenMetadataTransport(Transport):
         self,
         config: OpenMetadataConfig,
         *,
+        redactor: Redactor | None = None,
         http: httpx2.Client | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
     ) -> None:
         self.config = config
-        config.warn_if_insecure()
+        self.redactor = redactor or Redactor()
+        """The run's (or, made elsewhere, this transport's own): masks what it keeps."""
+        self.redactor.add(*config.secrets())
+        for insecurity in config.insecurities():  # a run makes one: once per run
+            logger.warning("%s", insecurity)
         timeout = httpx2.Timeout(config.timeout, connect=min(config.timeout, 5.0))
         self.http = http or httpx2.Client(timeout=timeout, verify=config.verify)
         self.budget = RetryBudget(config.retry_budget, clock=clock, sleep=sleep)
@@ -105,11 +110,11 @@ class OpenMetadataTransport(Transport):
         )
         self._dbt: DbtMetadata | None = None
         self.delivered = 0
-        self.kept = Keeper(Path(config.outbox_dir), "openmetadata")
+        self.kept = Keeper(Path(config.outbox_dir), "openmetadata", self.redactor)
         self.dropped_inputs: set[str] = set()
 
     def __repr__(self) -> str:
-        return f"OpenMetadataTransport({redact(self.config.url)!r})"
+        return f"OpenMetadataTransport({mask(self.config.url)!r})"
 
     @property
     def notes(self) -> list[str]:
@@ -275,7 +280,7 @@ class OpenMetadataTransport(Transport):
         if not reply.ok:
             raise status_error(
                 reply.status,
-                target=f"POST {redact(self.config.url)}{BATCH_PATH}",
+                target=f"POST {mask(self.config.url)}{BATCH_PATH}",
                 reason=f"{reply.status} {reply.message}",
             )
         failed = {}
@@ -306,7 +311,7 @@ class OpenMetadataTransport(Transport):
         for index in indexes:
             plan = plans[index]
             reply = self.budget.call(lambda plan=plan: self.client.post_event(plan.event))  # type: ignore[misc]
-            refused = refusal(reply, f"POST {redact(self.config.url)}{EVENT_PATH}")
+            refused = refusal(reply, f"POST {mask(self.config.url)}{EVENT_PATH}")
             if refused is not None:
                 outcome.rejected.append((index, refused))
                 continue
