@@ -76,3 +76,16 @@ def test_every_package_says_what_it_is_and_what_it_must_not_import(package: str)
     doc = ast.get_docstring(ast.parse((PACKAGE / package / "__init__.py").read_text()))
     assert doc is not None
     assert "import" in doc, f"dbt_oml/{package}/__init__.py: say what it must not import"
+
+
+def test_tests_share_code_through_tests_support_only() -> None:
+    """No module under tests/ imports a test module: what tests share lives in tests/support/."""
+    tests = PACKAGE.parent / "tests"
+    offenders = []
+    for path in tests.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                parts = node.module.split(".")
+                if parts[0] == "tests" and any(p.startswith("test_") for p in parts):
+                    offenders.append(f"{path.relative_to(tests)}: from {node.module}")
+    assert offenders == []
