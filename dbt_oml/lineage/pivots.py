@@ -127,6 +127,8 @@ def _groups(entry: exp.Expr, available: Available | None, ctx: Context) -> list[
 def _ref_name(ref: exp.Expr) -> str:
     if isinstance(ref, exp.Literal) and not ref.is_string:
         return str(ref.this)  # `ON 2019, 2020`: the columns named "2019" and "2020"
+    if isinstance(ref, exp.Literal):
+        return str(ref.this).lower()  # `ON '95-00'`: DuckDB takes a string as the column's name
     if isinstance(ref, exp.Column | exp.Identifier):
         return ref.name.lower()
     raise OpaqueError(f"UNPIVOT ON {ref.sql(dialect='duckdb')[:60]}: not a column")
