@@ -63,6 +63,20 @@ def _finish(report: Report, settings: Settings) -> int:
     return ExitCode.DELIVERY_FAILED if failed else ExitCode.SUCCESS
 
 
+def _send_again(settings: Settings, files: list[Path], target: Path) -> int:
+    """replay and flush: the kept events of `files` sent again, and the summary."""
+    from dbt_oml.pipeline import offline
+
+    report = offline.replay(
+        settings,
+        files,
+        target_path=target,
+        redactor=console().redactor,
+        announce=lambda: announce(settings),
+    )
+    return _finish(report, settings)
+
+
 def _command(name: str, text: str, *extra: click.Parameter) -> Callable[[Any], click.Command]:
     own = takes(name)  # the others (--docs-generate, ...) would be ignored: click refuses them
     return click.command(
@@ -109,21 +123,12 @@ def emit(ctx: click.Context, **opts: Any) -> int:
 @click.pass_context
 @guarded
 def replay(ctx: click.Context, files: tuple[str, ...], **opts: Any) -> int:
-    from dbt_oml.pipeline import offline
-
     if not files:
         raise ConfigError(key="replay", source="command line", reason="needs outbox FILE(s)")
     settings = load(ctx)
     paths = [Path.cwd() / p for p in files]
     target = _target_path(opts)
-    report = offline.replay(
-        settings,
-        paths,
-        target_path=target,
-        redactor=console().redactor,
-        announce=lambda: announce(settings),
-    )
-    return _finish(report, settings)
+    return _send_again(settings, paths, target)
 
 
 @_command(
@@ -142,11 +147,4 @@ def flush(ctx: click.Context, **opts: Any) -> int:
     if not files:
         say(f"dbt-oml flush: nothing to send in {outbox}")
         return ExitCode.SUCCESS
-    report = offline.replay(
-        settings,
-        files,
-        target_path=target,
-        redactor=console().redactor,
-        announce=lambda: announce(settings),
-    )
-    return _finish(report, settings)
+    return _send_again(settings, files, target)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from dbt_oml.delivery.emitter import TransportSummary
+from dbt_oml.delivery.outbox import Keeper
 
 #: (name, type or None) of each column a table holds
 Columns = tuple[tuple[str, str | None], ...]
@@ -31,6 +32,20 @@ class Outcome:
     kept: list[tuple[int, str]] = field(default_factory=list)
     #: refused for good (the server's verdict on that event, a 400 for it alone, not a RunEvent)
     rejected: list[tuple[int, str]] = field(default_factory=list)
+
+
+class Keeping:
+    """The half of `Reporting` a transport that keeps through a `Keeper` (`self.kept`) shares."""
+
+    kept: Keeper
+
+    @property
+    def undelivered(self) -> int:
+        return self.kept.undelivered
+
+    @property
+    def outbox(self) -> Path | None:
+        return self.kept.outbox
 
 
 @runtime_checkable

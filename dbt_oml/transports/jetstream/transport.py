@@ -29,6 +29,7 @@ from dbt_oml.errors import ConfigError
 from dbt_oml.events import serialize
 from dbt_oml.redaction import Redactor
 from dbt_oml.retry import exponential, within
+from dbt_oml.transports.base import Keeping
 from dbt_oml.transports.jetstream.config import JetStreamConfig
 from dbt_oml.transports.jetstream.connection import (
     NatsUnavailableError,  # re-exported (__all__): dbt_oml.cli catches it
@@ -46,7 +47,7 @@ from dbt_oml.transports.jetstream.stream import ensure_stream, message_id
 logger = logging.getLogger(__name__)
 
 
-class JetStreamTransport(Transport):
+class JetStreamTransport(Keeping, Transport):
     kind = "jetstream"
     config_class = JetStreamConfig
 
@@ -70,14 +71,6 @@ class JetStreamTransport(Transport):
     def __repr__(self) -> str:
         servers = server_label(self.config.servers)
         return f"JetStreamTransport({servers!r}, subject={self.config.subject!r})"
-
-    @property
-    def undelivered(self) -> int:
-        return self.kept.undelivered
-
-    @property
-    def outbox(self) -> Path | None:
-        return self.kept.outbox
 
     @property
     def notes(self) -> list[str]:

@@ -44,7 +44,7 @@ from dbt_oml.om.metadata.writer import TABLE_FIELDS, DbtMetadata
 from dbt_oml.om.prepare import Prepared, prepare
 from dbt_oml.om.retry import RetryBudget
 from dbt_oml.redaction import Redactor, mask
-from dbt_oml.transports.base import Columns, Outcome
+from dbt_oml.transports.base import Columns, Keeping, Outcome
 from dbt_oml.transports.openmetadata.answers import (
     BATCH_PATH,
     EVENT_PATH,
@@ -74,7 +74,7 @@ def om_event(event: Mapping[str, Any], *, copy_column_lineage: bool) -> dict[str
     return prepare(event, services={}, copy_column_lineage=copy_column_lineage).event
 
 
-class OpenMetadataTransport(Transport):
+class OpenMetadataTransport(Keeping, Transport):
     kind = "openmetadata"
     config_class = OpenMetadataConfig
 
@@ -129,14 +129,6 @@ class OpenMetadataTransport(Transport):
             f"{n} event(s) not delivered to OpenMetadata: {reason} (kept in {path})"
             for (reason, path), n in self.kept.reasons.items()
         ]
-
-    @property
-    def undelivered(self) -> int:
-        return self.kept.undelivered
-
-    @property
-    def outbox(self) -> Path | None:
-        return self.kept.outbox
 
     # -- Transport API ----------------------------------------------------------------------
 
