@@ -447,3 +447,19 @@ def test_events_built_from_a_dotted_project_reach_om(mini_target: Path, tmp_path
             "function": "order_id",
         }
     ]
+
+
+def test_the_dbt_tab_names_a_dotted_upstream_by_its_quoted_fqn(
+    mini_target: Path, tmp_path: Path
+) -> None:
+    """The data model's `upstream` of `v1.orders` is `..."my.schema".stg_orders`: the input's
+    hierarchy facet keeps the dotted schema whole (split at every dot, it named no table)."""
+    om = FakeOpenMetadata.with_bot()
+    om.seed("databaseService", {"name": "crm", "serviceType": "Mysql"})
+    t = transport(om, tmp_path, services={"mysql://crm:3306": "crm"})
+    for event in _built(_dotted_target(mini_target)):
+        t.emit(event)
+    assert t.close() is True, t.problems
+    orders = om.entity("table", ORDERS)
+    assert orders is not None
+    assert STAGED in orders["dataModel"]["upstream"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from dbt_oml.om.tables import complete
+from dbt_oml.om.tables import TableRef, complete, table_ref
 
 NODE_FACET = "dbt_oml_node"
 TESTS_FACET = "dbt_oml_tests"
@@ -50,7 +50,8 @@ class NodeDoc:
     glossary: tuple[str, ...] = ()
     tier: str | None = None
     owners: tuple[str, ...] = ()
-    inputs: tuple[tuple[str, str], ...] = ()
+    inputs: tuple[tuple[str, str, TableRef | None], ...] = ()
+    """(namespace, name, table) of each input: its hierarchy facet keeps a dotted name whole."""
     complete: bool = False
     """The columns are authoritative (catalog.json or the warehouse), not the YAML's alone."""
 
@@ -112,7 +113,7 @@ def node_docs(events: Iterable[Mapping[str, Any]]) -> list[NodeDoc]:
     for event in events:
         sql = ((event.get("job") or {}).get("facets") or {}).get("sql") or {}
         inputs = tuple(
-            (str(d.get("namespace")), str(d.get("name")))
+            (str(d.get("namespace")), str(d.get("name")), table_ref(d))
             for d in event.get("inputs") or []
             if isinstance(d, Mapping)
         )

@@ -29,7 +29,6 @@ from dbt_oml.om.metadata.labels import Label, Labels
 from dbt_oml.om.metadata.quality import DataQuality
 from dbt_oml.om.metadata.session import PartDeniedError, Session
 from dbt_oml.om.names import fqn, sample
-from dbt_oml.om.tables import table_ref
 from dbt_oml.om.types import om_column
 
 logger = logging.getLogger(__name__)
@@ -304,8 +303,7 @@ def covers(held: Any, wanted: Any) -> bool:
 def _upstream(node: NodeDoc, report: BootstrapReport) -> list[str]:
     """FQNs of the node's input tables that OM has (bootstrap ensured them in this batch)."""
     out = []
-    for namespace, name in node.inputs:
-        ref = table_ref({"namespace": namespace, "name": name})
+    for namespace, name, ref in node.inputs:
         service = report.services.get(namespace)
         if ref is not None and service is not None and (namespace, name) in report.ensured:
             out.append(fqn(service, ref.database, ref.schema, ref.table))
