@@ -149,7 +149,12 @@ def _summary(console: Console, report: Any, *, dry_run: bool) -> None:
             f"dbt-oml: {report.events_built} events, {delivery.delivered} delivered to "
             f"{report.destination}"
         )
-        if delivery.failed:
+        if delivery.failed and delivery.kept_remotely:
+            line += (
+                f"; {delivery.failed} NOT delivered, kept in {delivery.kept_remotely} "
+                f"(send later: dbt-oml flush --outbox-dir {delivery.kept_remotely})"
+            )
+        elif delivery.failed:
             line += (
                 f"; {delivery.failed} NOT delivered, kept in {delivery.outbox} "
                 f"(send later: dbt-oml replay {delivery.outbox})"

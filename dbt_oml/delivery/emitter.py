@@ -78,6 +78,8 @@ class DeliveryReport:
     delivered: int = 0
     failed: int = 0
     outbox: Path | None = None
+    #: the durable outbox (`s3://...`) that holds them once the run's files went up
+    kept_remotely: str | None = None
     errors: list[str] = field(default_factory=list)
     collected: list[dict[str, Any]] = field(default_factory=list)
     #: the transport's own summary lines (e.g. what dbt metadata OpenMetadata got)

@@ -226,6 +226,8 @@ def replay(
         synced = remote.settle(outbox_folder(settings, target_path), staged)
         report.delivery.notes += synced.notes
         report.problems += synced.problems
+        if report.delivery.failed and not synced.problems:  # kept again, and up there
+            report.delivery.kept_remotely = remote.display
     if settings.emit.dry_run:
         add_bootstrap_plan(plan_settings(settings), report)
     return report

@@ -52,3 +52,5 @@ def keep_durably(settings: Settings, target_path: Path, report: Report) -> None:
         synced = remote.push(outbox_folder(settings, target_path))
         report.delivery.notes += synced.notes
         report.problems += synced.problems
+        if report.delivery.failed and not synced.problems:  # all up: the local file is gone
+            report.delivery.kept_remotely = remote.display

@@ -272,6 +272,9 @@ def test_a_failed_delivery_lands_in_the_bucket(
     ids = [(e["run"]["runId"], e["eventType"]) for e in kept]
     assert (len(kept), len(set(ids))) == (built, built)  # none lost, none twice
     assert ours(run.stderr, f"kept event(s) are in {bucket.url}")
+    # the summary names where they are now, not the local file that went up
+    assert ours(run.stderr, f"NOT delivered, kept in {bucket.url} (send later: dbt-oml flush")
+    assert not ours(run.stderr, "dbt-oml replay")
     assert "Traceback" not in run.stderr
     assert KEYS["AWS_SECRET_ACCESS_KEY"] not in run.stderr + name
 
@@ -404,6 +407,7 @@ def test_a_half_failed_file_keeps_exactly_the_undelivered_events(
         assert set(kept) == refused
         assert all(n.endswith(".rejected.jsonl") for n in bucket.names())
     assert list(spool(b).glob("*.jsonl")) == []
+    assert ours(run.stderr, f"NOT delivered, kept in {bucket.url}")  # where they are now
     assert "Traceback" not in run.stderr
 
 
@@ -432,6 +436,7 @@ def test_an_unreachable_bucket_keeps_the_events_on_the_pod_with_one_line(
     assert f"durable outbox {outbox} cannot be written" in line
     assert f"stay in {spool(a)}" in line
     assert "check the bucket" in line
+    assert ours(run.stderr, f"NOT delivered, kept in {spool(a)}")  # still on this disk
     assert "Traceback" not in run.stderr
     assert KEYS["AWS_SECRET_ACCESS_KEY"] not in run.stderr
     local = [json.loads(x) for f in spool(a).glob("*.jsonl") for x in f.read_text().splitlines()]
