@@ -11,6 +11,7 @@ Every exception stops here, as one line on stderr.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dbt_oml.artifacts import RunArtifacts, failure_summary, read_manifest, read_run_results
-from dbt_oml.config import Settings, load_settings
+from dbt_oml.config import Settings, events_destination, load_settings
 from dbt_oml.console import Console
 from dbt_oml.dbt.relation_columns import live_catalog
 from dbt_oml.dbt.runner import Bridge
@@ -32,6 +33,9 @@ from dbt_oml.plugin.notice import warn
 
 if TYPE_CHECKING:
     from dbt_common.events.base_types import EventMsg
+
+
+logger = logging.getLogger("dbt_oml")
 
 
 class PluginSession:
@@ -72,7 +76,10 @@ class PluginSession:
             warn(f"{e}; dbt runs without lineage")
             return None
         session = cls(settings, cwd)
-        session.console.log_to_stderr(settings.oml_log_level)
+        quiet = settings.quiet and settings.oml_log_level in ("DEBUG", "INFO")
+        session.console.log_to_stderr("WARNING" if quiet else settings.oml_log_level)
+        # where events go, and which configuration chose that: the wrapper's first line too
+        logger.info("events -> %s", events_destination(settings, environ, cwd=cwd))
         return session
 
     def callback(self, event: EventMsg) -> None:

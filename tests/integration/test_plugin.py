@@ -44,6 +44,11 @@ def test_plain_dbt_build_emits_what_the_wrapper_emits(built: CliRun, plugin_buil
     different = [key for key in wrapper if plugin[key] != wrapper[key]]
     assert different == []
     assert "dbt-oml: 90 events, 90 delivered" in plugin_built.stderr
+    # where they go, said once as the command starts, as `dbt-oml build` says it
+    (line,) = [
+        x for x in plugin_built.stderr.splitlines() if x.startswith("dbt-oml: INFO: events ->")
+    ]
+    assert line.endswith("(the default: no transport is configured)"), line
 
 
 def test_plugin_events_are_consistent_runs(plugin_built: CliRun) -> None:
