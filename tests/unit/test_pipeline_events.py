@@ -165,3 +165,4 @@ def test_docs_generate_is_given_the_runs_own_flags(
     assert given == expected
     assert args[args.index("--vars") + 1] == '{"fail_model": true}'
     assert args[args.index("--target-path") + 1] == str(project / "target")
+    assert "--no-compile" in args  # the build compiled what it ran; the catalog needs no more
