@@ -59,6 +59,7 @@ class DbtContext:
     select: tuple[str, ...] = ()
     """-s/--select (-m/--models) as given, and --selector: dbt-ol's extended job name."""
     selector: str | None = None
+    exclude: tuple[str, ...] = ()
     """`--profile`/`--target` as given to dbt (flag or DBT_PROFILE/DBT_TARGET), None when dbt
     chose them: dbt's partial parsing compares these, not the resolved names."""
     secrets: tuple[str, ...] = field(default=(), repr=False)
@@ -134,6 +135,7 @@ def _context_from_dbt(invocation_id: str) -> DbtContext | None:
         target_flag=getattr(flags, "TARGET", None) or None,
         select=tuple(str(s) for s in getattr(flags, "SELECT", None) or ()),
         selector=getattr(flags, "SELECTOR", None) or None,
+        exclude=tuple(str(s) for s in getattr(flags, "EXCLUDE", None) or ()),
         secrets=credential_secrets(config.credentials),
     )
 
@@ -245,14 +247,19 @@ def docs_generate_args(context: DbtContext) -> list[str]:
 
     Profile and target are passed as the run was given them, not as dbt resolved them: dbt's
     partial parsing hashes the flags (and the vars), and a `--target local` the run was not given
-    would make `docs generate` parse the whole project again. `--no-compile`: the build has just
-    compiled what it ran, and the catalog is the warehouse's columns whatever is compiled (the
-    same catalog, in half the time at 500 models: benchmarks/README.md, section 0c).
+    would make `docs generate` parse the whole project again. After a `build` of the whole
+    project `--no-compile`: the build compiled every node, and the catalog is the warehouse's
+    columns whatever is compiled (the same catalog, in half the time at 500 models:
+    benchmarks/README.md, section 0c). After a partial run it compiles, so that its manifest
+    (kept in target/dbt_oml/docs_generate/) gives `impact` and `lineage` every model's SQL.
     """
+    whole_build = context.command == "build" and not (
+        context.select or context.selector or context.exclude
+    )
     args = [
         "docs",
         "generate",
-        "--no-compile",
+        *(["--no-compile"] if whole_build else []),
         "--quiet",
         "--project-dir",
         str(context.project_root),

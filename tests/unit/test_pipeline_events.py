@@ -165,4 +165,22 @@ def test_docs_generate_is_given_the_runs_own_flags(
     assert given == expected
     assert args[args.index("--vars") + 1] == '{"fail_model": true}'
     assert args[args.index("--target-path") + 1] == str(project / "target")
-    assert "--no-compile" in args  # the build compiled what it ran; the catalog needs no more
+
+
+@pytest.mark.parametrize(
+    ("changes", "compiles"),
+    [
+        ({}, False),  # a build of the whole project compiled every node: the catalog needs no more
+        ({"select": ("stg_orders",)}, True),  # a partial run: impact/lineage need the rest's SQL
+        ({"selector": "nightly"}, True),
+        ({"exclude": ("core_orders",)}, True),
+        ({"command": "run"}, True),  # tests were not compiled (impact reads singular tests)
+    ],
+)
+def test_docs_generate_compiles_only_what_the_run_did_not(
+    project: Path, changes: dict[str, object], compiles: bool
+) -> None:
+    from dbt_oml.dbt.runner import docs_generate_args
+
+    args = docs_generate_args(dbt_context(project, **changes))
+    assert ("--no-compile" not in args) is compiles
