@@ -93,6 +93,7 @@ def _node(raw: dict[str, Any]) -> Node:
         config=as_pairs({k: config.get(k) for k in _CONFIG_KEYS}),
         raw_code=as_text(raw.get("raw_code")) or as_text(raw.get("raw_sql")),
         group=as_text(config.get("group")) or as_text(raw.get("group")),
+        checksum=as_text(as_dict(raw.get("checksum")).get("checksum")),
     )
 
 

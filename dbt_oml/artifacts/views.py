@@ -69,6 +69,8 @@ class Node:
     config: tuple[tuple[str, str], ...] = ()
     raw_code: str | None = None
     group: str | None = None
+    checksum: str | None = None
+    """dbt's hash of the node's file (a seed's CSV: whether its rows changed)."""
 
     @property
     def is_relation(self) -> bool:

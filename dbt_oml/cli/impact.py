@@ -55,6 +55,12 @@ Exit codes:
 )
 @click.option("--json", "as_json_", is_flag=True, help="Same as --format json.")
 @click.option(
+    "--selector",
+    is_flag=True,
+    help="With --state: print a dbt selector of every model the change can affect "
+    '(dbt build -s "$(dbt-oml impact --state prod --selector)").',
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(["text", "json", "md"]),
@@ -71,29 +77,19 @@ Exit codes:
 @guarded
 def impact(ctx: click.Context, **opts: Any) -> int:
     from dbt_oml.errors import SelectionError
-    from dbt_oml.impact import report as impact_report
     from dbt_oml.pipeline.impact import impact as impact_of
 
     load(ctx)
-    columns, state, fail_on = opts["columns"], opts["state"], opts["fail_on"]
-    model_and_column = 2  # lineage's MODEL COLUMN form, as impact's MODEL.COLUMN
-    if len(columns) == model_and_column and not any("." in c for c in columns):
-        columns = (".".join(columns),)
-    fmt = "json" if opts["as_json_"] else opts["fmt"]
-    if not columns and not state:
-        raise click.UsageError("needs MODEL.COLUMN ... or --state DIR")
+    columns, state, fail_on = _asked(opts), opts["state"], opts["fail_on"]
     project = project_options({k: opts[k] for k in PROJECT_KEYS}, Path.cwd())
     try:
         report, graph = impact_of(project, state=Path(state) if state else None, columns=columns)
     except SelectionError as e:
         say(f"dbt-oml impact: {e}")
         return ExitCode.USAGE
-    if fmt == "json":
-        click.echo(json.dumps(impact_report.as_json(report, graph), indent=1))
-    elif fmt == "md":
-        click.echo(impact_report.as_markdown(report, graph), nl=False)
-    else:
-        click.echo("\n".join(impact_report.as_text(report, graph)))
+    if opts["selector"]:
+        return _selector(report, graph)
+    _print(report, graph, "json" if opts["as_json_"] else opts["fmt"])
     incomplete = partial(report.uncompiled, report.analysed, "impact")
     failing = report.failing(fail_on)
     if failing:  # a reader found is one for sure, partial artifacts or not
@@ -101,3 +97,47 @@ def impact(ctx: click.Context, **opts: Any) -> int:
         say(f"dbt-oml impact: --fail-on {fail_on}: still read downstream: {names}")
         return ExitCode.DBT_FAILURE
     return ExitCode.USAGE if incomplete else ExitCode.SUCCESS
+
+
+def _asked(opts: dict[str, Any]) -> tuple[str, ...]:
+    """The columns asked about (MODEL.COLUMN, or lineage's MODEL COLUMN); usage checked."""
+    columns, state = tuple(opts["columns"]), opts["state"]
+    model_and_column = 2  # lineage's MODEL COLUMN form, as impact's MODEL.COLUMN
+    if len(columns) == model_and_column and not any("." in c for c in columns):
+        columns = (".".join(columns),)
+    if not columns and not state:
+        raise click.UsageError("needs MODEL.COLUMN ... or --state DIR")
+    if opts["selector"] and not state:
+        raise click.UsageError("--selector needs --state DIR (the production build)")
+    return columns
+
+
+def _print(report: Any, graph: Any, fmt: str) -> None:
+    from dbt_oml.impact import report as impact_report
+
+    if fmt == "json":
+        click.echo(json.dumps(impact_report.as_json(report, graph), indent=1))
+    elif fmt == "md":
+        click.echo(impact_report.as_markdown(report, graph), nl=False)
+    else:
+        click.echo("\n".join(impact_report.as_text(report, graph)))
+
+
+def _selector(report: Any, graph: Any) -> int:
+    """The selected nodes by name, space-separated (dbt's union), on stdout; nothing when the
+    change affects nothing. Partial artifacts print none: the answer could miss readers."""
+    from dbt_oml.cli.lineage import partial
+
+    if partial(report.uncompiled, report.analysed, "impact"):
+        return ExitCode.USAGE
+    buildable = {"model", "snapshot", "seed"}
+    names = sorted(
+        {
+            graph.nodes[uid].name
+            for uid in report.selected or ()
+            if graph.nodes[uid].kind in buildable
+        }
+    )
+    if names:
+        click.echo(" ".join(names))
+    return ExitCode.SUCCESS

@@ -127,6 +127,8 @@ class Report:
     artifacts): what they read is unknown, so the report may miss readers."""
     analysed: int = 0
     """Models and snapshots of the current build (uncompiled ones included)."""
+    selected: tuple[str, ...] | None = None
+    """With --state: every node the change can affect (impact.selection), for `--selector`."""
 
     def failing(self, fail_on: str | None) -> list[Impact]:
         """The impacts that make `--fail-on KIND` exit 1."""

@@ -134,6 +134,7 @@ def as_json(report: Report, graph: ColumnGraph) -> dict[str, Any]:
         "notes": comparison.notes if comparison else [],
         "uncompiled": list(report.uncompiled),
         "changes": [_impact_json(i, graph) for i in report.impacts],
+        **({"selected": list(report.selected)} if report.selected is not None else {}),
     }
 
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from dbt_oml.artifacts import Catalog, RunArtifacts, read_artifacts
 from dbt_oml.dbt.project import ProjectOptions, resolve_project
@@ -31,6 +33,7 @@ from dbt_oml.impact.analysis import (
     uncompiled,
 )
 from dbt_oml.impact.exposures import read_exposures
+from dbt_oml.impact.selection import affected_models, changes_between
 from dbt_oml.impact.sql import schema_of
 from dbt_oml.lineage.cache import DiskCache
 from dbt_oml.lineage.graph import ColumnGraph
@@ -184,12 +187,16 @@ def impact_of_artifacts(
     )
     now = build(_without(current, stale, previous))
     changes: list[ColumnChange] = []
-    graph, borrowed, comparison = now.graph, set[str](), None
+    graph, borrowed, comparison, selected = now.graph, set[str](), None, None
     if previous is not None:
         before = build(previous)
         comparison = compare(before, now, dialect=dialect)
         graph, borrowed = borrow(now, before, comparison.modified)
         changes += comparison.changes
+        modified, whole = changes_between(before, now, comparison)
+        code = code_changes(Path(previous.manifest.path), Path(current.manifest.path))
+        modified = [c for c in modified if c.uid in code or not _incremental(now, c.uid)]
+        selected = tuple(sorted(affected_models(graph, modified, whole=whole, dialect=dialect)))
     view = LineageView(graph)
     for text in columns:
         node_name, _, column = text.rpartition(".")
@@ -209,4 +216,40 @@ def impact_of_artifacts(
         exposures=read_exposures(Path(current.manifest.path)),
         via_state=borrowed,
     )
-    return Report(impacts, comparison), graph
+    return Report(impacts, comparison, selected=selected), graph
+
+
+def _incremental(build: Build, uid: str) -> bool:
+    node = build.manifest.get(uid)
+    return node is not None and node.materialized == "incremental"
+
+
+def code_changes(state: Path, current: Path) -> set[str]:
+    """The nodes whose code differs between two manifests, as dbt's `state:modified` sees it:
+    the node's file, or a macro it calls (through the macros those call). An incremental model
+    whose compiled SQL differs with neither is the other `is_incremental()` branch (a first
+    build against a later compile): no change of its own. Any other compiled difference (a
+    var, an env_var) still counts."""
+    old, new = (json.loads(path.read_text(encoding="utf-8")) for path in (state, current))
+    memo: dict[tuple[int, str], str] = {}
+
+    def macros(doc: dict[str, Any], uid: str, seen: set[str]) -> str:
+        key = (id(doc), uid)
+        if key not in memo:
+            macro = (doc.get("macros") or {}).get(uid) or {}
+            seen.add(uid)
+            calls = ((macro.get("depends_on") or {}).get("macros")) or []
+            memo[key] = str(macro.get("macro_sql")) + "".join(
+                macros(doc, c, seen) for c in calls if c not in seen
+            )
+        return memo[key]
+
+    def code(doc: dict[str, Any], uid: str) -> str | None:
+        node = (doc.get("nodes") or {}).get(uid)
+        if node is None:
+            return None
+        calls = ((node.get("depends_on") or {}).get("macros")) or []
+        checksum = (node.get("checksum") or {}).get("checksum")
+        return str(checksum) + "".join(macros(doc, c, set()) for c in sorted(calls))
+
+    return {uid for uid in new.get("nodes") or {} if code(old, uid) != code(new, uid)}

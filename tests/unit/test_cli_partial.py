@@ -115,3 +115,23 @@ def test_complete_artifacts_are_not_partial(
     assert code == ExitCode.SUCCESS, err
     assert "incomplete" not in out
     assert "may read core_column_profile" in out
+
+
+def test_a_selector_from_partial_artifacts_is_none_and_exit_3(
+    partial: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Slim CI must never build fewer models than needed: on a partial run's artifacts the
+    selector could miss readers, so it prints none and says what to run."""
+    state = partial / "prod-target"
+    shutil.copytree(ARTIFACTS, state)
+    code = main(["impact", "--state", str(state), "--selector", "--profiles-dir", "."])
+    out, err = capsys.readouterr()
+    assert code == ExitCode.USAGE
+    assert out == ""
+    assert "run `dbt compile`" in err
+
+
+def test_a_selector_needs_a_state(partial: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["impact", "stg_orders.order_id", "--selector", "--profiles-dir", "."])
+    assert code == ExitCode.USAGE
+    assert "--selector needs --state DIR" in capsys.readouterr().err

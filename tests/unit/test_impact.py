@@ -164,7 +164,8 @@ def test_formats(tmp_path: Path, state: Path) -> None:
     )
     report, graph = _run(current, state)
     doc: dict[str, Any] = as_json(report, graph)
-    assert set(doc) == {"version", "state", "models", "notes", "uncompiled", "changes"}
+    assert set(doc) == {"version", "state", "models", "notes", "uncompiled", "changes", "selected"}
+    assert "model.jaffle_oml.stg_customers" in doc["selected"]  # keys are only ever added
     (change,) = doc["changes"]
     assert set(change) == {
         "node",
