@@ -43,6 +43,7 @@ RUN_STG_ORDERS = [
 #: `built` build (one worker builds it, another would wait).
 SLOWEST_FIRST = (
     "test_cluster",
+    "test_slim_ci",
     "test_om_faults",
     "test_build",
     "test_openmetadata",
