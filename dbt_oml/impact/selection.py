@@ -4,10 +4,8 @@ Pure: works on a comparison and the current column graph; parses SQL with sqlglo
 
 Conservative by construction (never fewer models than a change can affect):
 - a changed model is affected whole (its rows and every column) unless its change is *column
-  local*: the two versions differ only in the outermost SELECT's list (no DISTINCT, no
-  GROUP BY ALL, the same aggregation, no set-returning function there, no changed output
-  named by its WHERE, GROUP BY, HAVING or QUALIFY); then only its removed, renamed, changed
-  and added columns are;
+  local* (`column_local`: the versions differ only in SELECT lists, in ways that keep the rows);
+  then only its removed, renamed, changed and added columns are;
 - a seed whose file changed, and an added model, are affected whole;
 - a model whose rows an affected model's rows feed is affected whole (a filter, a join or a
   grouping of changed rows changes every column), and so is an opaque model reading one;
@@ -63,6 +61,9 @@ def column_local(before: str, after: str, columns: Iterable[str], dialect: str =
     False
     >>> column_local("select a from t", "select count(*) as a from t", {"a"})
     False
+    >>> column_local("with r as (select a, b + 1 as b from t) select distinct a, b from r",
+    ...              "with r as (select a, b + 2 as b from t) select distinct a, b from r", {"b"})
+    False
     """
     try:
         old, new = (sqlglot.parse_one(s, read=dialect) for s in (before, after))
@@ -71,6 +72,7 @@ def column_local(before: str, after: str, columns: Iterable[str], dialect: str =
     if _blank(old) != _blank(new):
         return False  # something besides SELECT lists differs: FROM, JOIN, WHERE, ...
     changed = {c.lower() for c in columns}
+    differs = False
     for mine, theirs in zip(old.find_all(exp.Select), new.find_all(exp.Select), strict=False):
         pairs = _items(mine, theirs)
         differ = [(a, b) for a, b in pairs if _sql(a) != _sql(b)]
@@ -78,7 +80,10 @@ def column_local(before: str, after: str, columns: Iterable[str], dialect: str =
             continue
         if not _only_values(mine, theirs):
             return False
+        differs = True
         changed |= {x.alias_or_name.lower() for pair in differ for x in pair if x is not None}
+    if differs and any(_dedupes(q) for q in (old, new)):
+        return False  # a DISTINCT over values that changed below it keeps other rows
     named = {c.name.lower() for q in (old, new) for c in _row_clause_columns(q)}
     return not (named & changed)
 
@@ -106,17 +111,20 @@ def _items(a: exp.Select, b: exp.Select) -> list[tuple[exp.Expr | None, exp.Expr
 
 def _only_values(a: exp.Select, b: exp.Select) -> bool:
     """Two SELECTs whose lists differ can still have the same rows: the same aggregation, no
-    DISTINCT or GROUP BY ALL, no set-returning function or subquery in the lists, and not a
-    branch of a UNION that removes duplicates."""
+    DISTINCT or GROUP BY ALL, no set-returning function or subquery in the lists (a DISTINCT
+    or UNION above them: `_dedupes`)."""
     if _aggregated(a) != _aggregated(b) or _shapes_rows(a) or _shapes_rows(b):
         return False
-    for select in (a, b):
-        if any(item.find(exp.Subquery, exp.Select) for item in select.expressions):
-            return False
-        union = select.find_ancestor(exp.Union)
-        if union is not None and union.args.get("distinct") is not False:
-            return False
-    return True
+    return not any(
+        item.find(exp.Subquery, exp.Select) for select in (a, b) for item in select.expressions
+    )
+
+
+def _dedupes(tree: exp.Expr) -> bool:
+    """A DISTINCT, or a UNION that removes duplicates, anywhere in the query."""
+    if any(s.args.get("distinct") for s in tree.find_all(exp.Select)):
+        return True
+    return any(u.args.get("distinct") is not False for u in tree.find_all(exp.Union))
 
 
 def _aggregated(select: exp.Select) -> bool:
