@@ -12,6 +12,7 @@ from dbt_oml.cli.impact import impact
 from dbt_oml.cli.lineage import lineage
 from dbt_oml.cli.options import settings_options
 from dbt_oml.cli.relay import relay
+from dbt_oml.cli.verify import verify
 from dbt_oml.version import __version__
 
 #: dbt-ol's name for `emit`.
@@ -120,7 +121,7 @@ def _group() -> click.Group:
         },
         invoke_without_command=False,
     )
-    for command in (emit, replay, flush, relay, lineage, impact):
+    for command in (emit, replay, flush, relay, lineage, impact, verify):
         group.add_command(command)
     return group
 

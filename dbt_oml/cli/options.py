@@ -81,7 +81,7 @@ def base_options() -> list[click.Parameter]:
 def takes(command: str) -> tuple[str, ...]:
     """The settings flags one of dbt-oml's own commands takes (a dbt command takes them all)."""
     every = tuple(str(o.name) for o in settings_options())
-    if command == "emit":
+    if command in ("emit", "verify"):
         return tuple(k for k in every if k not in _RUN_ONLY)
     if command in ("replay", "flush"):
         return tuple(k for k in every if k not in _RUN_ONLY + _BUILDING)

@@ -175,3 +175,37 @@ def add_bootstrap_plan(settings: Settings, report: Report) -> None:
         report.plan = bootstrap_plan(settings, report.delivery.collected)
     except DbtOmlError as e:
         report.plan_problem = str(e)
+
+
+def openmetadata_config(settings: Settings) -> dict[str, Any]:
+    """The openmetadata transport the run's events go to, however it is configured.
+
+    Raises:
+        ConfigError: no OpenMetadata transport is configured.
+    """
+    from dbt_oml.config import plan_settings
+    from dbt_oml.transports import kind_named
+
+    transport = plan_settings(settings).transport.config
+    if not transport or kind_named(transport.get("type")) != "openmetadata":
+        raise ConfigError(
+            key="transport",
+            source="the configuration",
+            reason="verify reads OpenMetadata, and no openmetadata transport is configured",
+            hint="configure it as for a build (dbt-oml.yml, OPENLINEAGE__TRANSPORT__*, OM_HOST)",
+        )
+    return dict(transport)
+
+
+def read_back(
+    config: dict[str, Any], events: list[dict[str, Any]], redactor: Redactor
+) -> list[Any]:
+    """`dbt-oml verify`: each table and edge `events` should have made in OpenMetadata, as OM
+    holds it (transports.openmetadata.verify), through the transport `config` describes."""
+    from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
+
+    om = OpenMetadataTransport(OpenMetadataConfig.from_dict(config), redactor=redactor)
+    try:
+        return om.verify(events)
+    finally:
+        om.http.close()

@@ -58,6 +58,7 @@ from dbt_oml.transports.openmetadata.answers import (
 from dbt_oml.transports.openmetadata.config import OpenMetadataConfig
 from dbt_oml.transports.openmetadata.dotted import DottedLineage
 from dbt_oml.transports.openmetadata.guard import LineageGuard
+from dbt_oml.transports.openmetadata.verify import Check, checks_of
 
 logger = logging.getLogger(__name__)
 #: OM's defaults when its settings cannot be read (ref §2.9): COMPLETE only, pipeline service.
@@ -189,6 +190,17 @@ class OpenMetadataTransport(Keeping, Transport):
         finally:
             bootstrap.dry_run = dbt.session.dry_run = False
         return report.plan + dbt.session.plan + [f"problem: {p}" for p in report.problems]
+
+    def verify(self, events: list[dict[str, Any]]) -> list[Check]:
+        """What these events should have made in OpenMetadata, as OM holds it (reads only)."""
+        bootstrap = self._bootstrapper()
+        bootstrap.dry_run = True
+        try:
+            processed = self._processed(events)
+            report = bootstrap.ensure(processed)
+        finally:
+            bootstrap.dry_run = False
+        return checks_of(processed, report, client=self.client, call=self.budget.call)
 
     def columns_for(self, namespace: str, name: str) -> Columns | None:
         """The columns OpenMetadata holds for a table dbt cannot introspect (None if unknown)."""

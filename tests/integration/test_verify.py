@@ -1,0 +1,110 @@
+"""`dbt-oml verify`: what a run's events should have made in OpenMetadata, read back from the OM
+stand-in after a real `dbt-oml build` into it, then with parts of it taken away."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliRun, copy_project, run_cli
+from tests.support.fakes.openmetadata import FakeOpenMetadata, serve
+
+pytestmark = pytest.mark.integration
+
+NAMESPACES = ["--duckdb-namespace", "duckdb://pod/{alias}"]
+
+
+@pytest.fixture(scope="module")
+def om_built(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[FakeOpenMetadata, Path, dict[str, str]]]:
+    om = FakeOpenMetadata.with_bot()
+    project = copy_project(tmp_path_factory.mktemp("verify") / "project")
+    (project / "token").write_text("bot-jwt\n")
+    with serve(om) as url:
+        env = {
+            "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata",
+            "OPENLINEAGE__TRANSPORT__URL": url,
+            "OPENLINEAGE__TRANSPORT__JWT_TOKEN_FILE": str(project / "token"),
+        }
+        built = run_cli(["build", "--profiles-dir", ".", *NAMESPACES], cwd=project, env=env)
+        assert built.returncode == 0, built.stderr[-2000:]
+        yield om, project, env
+
+
+def _verify(project: Path, env: dict[str, str], *extra: str) -> CliRun:
+    return run_cli(["verify", "--profiles-dir", ".", *NAMESPACES, *extra], cwd=project, env=env)
+
+
+def _lines(run: CliRun, state: str) -> list[str]:
+    return [line for line in run.stdout.splitlines() if line.startswith(state)]
+
+
+def test_a_delivered_run_reads_back_with_what_om_dropped_itself(
+    om_built: tuple[FakeOpenMetadata, Path, dict[str, str]],
+) -> None:
+    """After a build OM took whole, every table and edge is there. One thing is not, and it is
+    OM's doing: the external_location source `api.matches` (JSON files, columns unknown to dbt)
+    is a table without columns in OM, so OM keeps its edge but drops the column lineage the
+    event carried (ref §2.5). verify says so, with the columns."""
+    om, project, env = om_built
+    before = len(om.requests)
+    run = _verify(project, env)
+    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+    present = _lines(run, "present")
+    assert any(" table " in line for line in present)
+    assert any(" edge " in line and " -> " in line for line in present)
+    assert _lines(run, "MISSING") == []
+    (different,) = _lines(run, "DIFFERENT")
+    assert "warehouse.api.matches -> " in different
+    assert "stg_match_events" in different
+    assert "holds none of the columns it reads: _meta, events, response, season" in different
+    assert f"dbt-oml verify: {len(present)} present, 0 missing, 1 different" in run.stderr
+    writes = [r for r in om.requests[before:] if r.method in ("POST", "PUT", "PATCH", "DELETE")]
+    assert writes == []  # it reads only
+
+
+def test_what_om_lost_is_named_with_the_reason(
+    om_built: tuple[FakeOpenMetadata, Path, dict[str, str]],
+) -> None:
+    om, project, env = om_built
+    names = {t["id"]: fqn for fqn, t in om.entities["table"].items()}
+    with_lineage = [k for k, d in om.edges.items() if d.get("columnsLineage")]
+    dropped, emptied = with_lineage[0], with_lineage[1]
+    saved = {k: dict(om.edges[k]) for k in (dropped, emptied)}
+    del om.edges[dropped]
+    om.edges[emptied] = {**om.edges[emptied], "columnsLineage": []}
+    try:
+        run = _verify(project, env)
+    finally:
+        om.edges.update(saved)
+    assert run.returncode == 1, run.stderr[-2000:]
+    (missing,) = _lines(run, "MISSING")
+    assert f"{names[dropped[0]]} -> {names[dropped[1]]}: OpenMetadata holds no such edge" in missing
+    emptied_line = [
+        x for x in _lines(run, "DIFFERENT") if f"{names[emptied[0]]} -> {names[emptied[1]]}" in x
+    ]
+    assert emptied_line
+    assert "the edge holds no column lineage" in emptied_line[0]
+
+
+def test_a_namespace_om_has_no_service_for_is_said_so(
+    om_built: tuple[FakeOpenMetadata, Path, dict[str, str]],
+) -> None:
+    _, project, env = om_built
+    run = _verify(project, env, "--namespaces", "crm=mssql://nowhere:1433")
+    assert run.returncode == 1, run.stderr[-2000:]
+    unmapped = [
+        line for line in _lines(run, "MISSING") if "unmapped namespace mssql://nowhere:1433" in line
+    ]
+    assert unmapped
+
+
+def test_without_openmetadata_it_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    project = copy_project(tmp_path / "project")
+    run = run_cli(["verify", "--profiles-dir", "."], cwd=project)
+    assert run.returncode == 3
+    assert "no openmetadata transport is configured" in run.stderr
+    assert "Traceback" not in run.stderr
