@@ -26,7 +26,7 @@ import pytest
 
 from dbt_oml.om.metadata.quality import STATUS
 from tests.conftest import CliRun, copy_project, run_cli, run_in_process
-from tests.support.fakes.openmetadata import FakeOpenMetadata, serve
+from tests.support.fakes.openmetadata import FakeOpenMetadata, serve, transport_env
 from tests.support.parse_cache import SAVED, give_parse
 
 pytestmark = pytest.mark.integration
@@ -90,13 +90,8 @@ def runs(
     project = copy_project(tmp_path_factory.mktemp(f"om-dbt-{request.param}") / "project")
     for name, sql in FAILING_ONLY.items():
         (project / "tests" / name).write_text(sql)
-    (project / "token").write_text("bot-jwt\n")
     with serve(om) as url:
-        env = {
-            "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata",
-            "OPENLINEAGE__TRANSPORT__URL": url,
-            "OPENLINEAGE__TRANSPORT__JWT_TOKEN_FILE": str(project / "token"),
-        }
+        env = transport_env(url, project)
         first = _build(BUILD, cwd=project, env=env, caches=parse_caches)
         first_requests = len(om.requests)
         again = run_in_process(["emit", "--profiles-dir", "."], cwd=project, env=env)

@@ -19,7 +19,7 @@ from tests.conftest import (
     run_in_process,
     run_plain_dbt,
 )
-from tests.support.fakes.openmetadata import FakeOpenMetadata, serve
+from tests.support.fakes.openmetadata import FakeOpenMetadata, serve, transport_env
 
 pytestmark = pytest.mark.integration
 SOURCE_NS = "mssql://source-sql:1433"
@@ -87,12 +87,9 @@ def om_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OmRuns]:
     om = FakeOpenMetadata.with_bot()
     _seed_source_server(om)
     proj = copy_project(tmp_path_factory.mktemp("om") / "project")
-    (proj / "token").write_text("bot-jwt\n")
     with serve(om) as url:
         env = {
-            "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata",
-            "OPENLINEAGE__TRANSPORT__URL": url,
-            "OPENLINEAGE__TRANSPORT__JWT_TOKEN_FILE": str(proj / "token"),
+            **transport_env(url, proj),
             # a scoped bot cannot read OM's namespaceToServiceMapping: dbt-oml's own mapping
             "OPENLINEAGE__TRANSPORT__SERVICES": f"{SOURCE_NS}=source_sql",
         }

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliRun, copy_project, run_cli
-from tests.support.fakes.openmetadata import FakeOpenMetadata, serve
+from tests.support.fakes.openmetadata import FakeOpenMetadata, serve, transport_env
 
 pytestmark = pytest.mark.integration
 
@@ -22,13 +22,8 @@ def om_built(
 ) -> Iterator[tuple[FakeOpenMetadata, Path, dict[str, str]]]:
     om = FakeOpenMetadata.with_bot()
     project = copy_project(tmp_path_factory.mktemp("verify") / "project")
-    (project / "token").write_text("bot-jwt\n")
     with serve(om) as url:
-        env = {
-            "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata",
-            "OPENLINEAGE__TRANSPORT__URL": url,
-            "OPENLINEAGE__TRANSPORT__JWT_TOKEN_FILE": str(project / "token"),
-        }
+        env = transport_env(url, project)
         built = run_cli(["build", "--profiles-dir", ".", *NAMESPACES], cwd=project, env=env)
         assert built.returncode == 0, built.stderr[-2000:]
         yield om, project, env

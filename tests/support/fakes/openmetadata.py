@@ -51,6 +51,7 @@ import json
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
@@ -460,3 +461,14 @@ class FakeOpenMetadata:
         self, kind: str, body: dict[str, Any], principal: Principal, *, fqn: str
     ) -> dict[str, Any]:
         return om_store.create(self, BY_ENTITY[kind], body, principal, fqn=fqn)
+
+
+def transport_env(url: str, project: Path) -> dict[str, str]:
+    """The variables that send a project's events to the stand-in at `url` as the scoped bot
+    (its JWT in `project`/token, written here)."""
+    (project / "token").write_text("bot-jwt\n")
+    return {
+        "OPENLINEAGE__TRANSPORT__TYPE": "openmetadata",
+        "OPENLINEAGE__TRANSPORT__URL": url,
+        "OPENLINEAGE__TRANSPORT__JWT_TOKEN_FILE": str(project / "token"),
+    }
