@@ -69,6 +69,12 @@ TABLE: Final[tuple[Key, ...]] = (
         "Exit 4 when dbt succeeded but events were not delivered.",
     ),
     Key(
+        "verify",
+        parse_bool,
+        "After delivering to OpenMetadata, read back what the events should have made there "
+        "(the summary says what is missing).",
+    ),
+    Key(
         "namespaces",
         parse_mapping,
         "Namespace of a catalog, repeatable (alias --namespace).",

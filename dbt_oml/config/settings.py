@@ -64,6 +64,8 @@ class EmitSection:
     """Print the events as one JSON document on stdout and send nothing."""
     fail_on_emit_error: bool = False
     """Exit 4 when dbt succeeded but events could not be delivered."""
+    verify: bool = False
+    """After a delivery to OpenMetadata, read back what the events should have made there."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,6 +108,7 @@ SECTION_OF: Final[Mapping[str, tuple[str, str]]] = {
     "extended_job_name": ("emit", "extended_job_name"),
     "dry_run": ("emit", "dry_run"),
     "fail_on_emit_error": ("emit", "fail_on_emit_error"),
+    "verify": ("emit", "verify"),
     "transport": ("transport", "config"),
     "events_file": ("transport", "events_file"),
     "outbox_dir": ("transport", "outbox_dir"),

@@ -168,6 +168,8 @@ class Delivery:
         self._spool_lock = threading.Lock()  # the outbox file; never held while emitting
         self._consecutive = 0
         self.held = False  # set: keep events in the outbox instead of sending (refused on purpose)
+        self.sent: list[dict[str, Any]] | None = None
+        """Set to a list: each event handed to the emitter is kept in it (for `verify`)."""
         self.report = DeliveryReport()
 
     @property
@@ -193,6 +195,8 @@ class Delivery:
             else:
                 self._consecutive = 0
                 self.report.delivered += 1
+                if self.sent is not None:
+                    self.sent.append(to_dict(event))
 
     def _failed(self, event: RunEvent, error: Exception) -> None:
         """Count a failed send and keep its event; stop trying once the backend looks dead."""

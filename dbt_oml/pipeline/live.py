@@ -41,6 +41,7 @@ from dbt_oml.pipeline.sending import (
     delivery_for,
     make_emitter,
     reaches_openmetadata,
+    verify_delivered,
 )
 from dbt_oml.pipeline.state_files import write_node_starts
 from dbt_oml.redaction import Redactor
@@ -83,6 +84,7 @@ class LiveEmitter:
         self.report.destination = where
         self.delivery = delivery_for(emitter, outbox=outbox, target=where, redactor=self.redactor)
         self.delivery.held = isinstance(emitter, Unconfigured)
+        self.delivery.sent = [] if self.settings.emit.verify else None
         self.builder = EventBuilder(
             invocation=invocation_of(context),
             namespaces=namespaces,
@@ -323,6 +325,7 @@ def finish(
         finally:
             report.delivery = delivery.close()
     keep_durably(live.settings, ctx.target_path, report)
+    verify_delivered(live.settings, delivery.sent, report, live.redactor)
     if live.settings.emit.dry_run:
         add_bootstrap_plan(plan_settings(live.settings), report)
 

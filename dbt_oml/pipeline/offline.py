@@ -38,6 +38,7 @@ from dbt_oml.pipeline.sending import (
     delivery_for,
     make_emitter,
     reaches_openmetadata,
+    verify_delivered,
 )
 from dbt_oml.pipeline.state_files import STATE_DIR, read_node_starts
 from dbt_oml.redaction import Redactor
@@ -155,11 +156,13 @@ def _emit(
     outbox = outbox_path(settings, project.target_path, invocation.invocation_id)
     delivery = delivery_for(emitter, outbox=outbox, target=report.destination, redactor=redactor)
     delivery.held = report.refused is not None
+    delivery.sent = [] if settings.emit.verify else None
     for event in events:  # each event is built, sent and dropped in turn
         report.events_built += 1
         delivery.send(event)
     report.delivery = delivery.close()
     keep_durably(settings, project.target_path, report)
+    verify_delivered(settings, delivery.sent, report, redactor)
     if settings.emit.dry_run:
         add_bootstrap_plan(plan_settings(settings), report)
     return report

@@ -209,3 +209,24 @@ def read_back(
         return om.verify(events)
     finally:
         om.http.close()
+
+
+def verify_delivered(
+    settings: Settings, sent: list[dict[str, Any]] | None, report: Report, redactor: Redactor
+) -> None:
+    """`verify: true`: after a delivery, what the sent events should have made in OpenMetadata,
+    read back; one summary line, and a problem line for each of the first few missing."""
+    if not settings.emit.verify or settings.emit.dry_run or not sent:
+        return
+    try:
+        checks = read_back(openmetadata_config(settings), sent, redactor)
+    except DbtOmlError as e:
+        report.problems.append(f"verify: OpenMetadata was not read back ({e})")
+        return
+    bad = [c for c in checks if c.state != "present"]
+    report.delivery.notes.append(
+        f"verify: {len(checks) - len(bad)} present, {len(bad)} missing or different in "
+        "OpenMetadata" + ("; `dbt-oml verify` lists them" if bad else "")
+    )
+    for check in bad[:5]:
+        report.problems.append(f"verify: {check.state} {check.kind} {check.name}: {check.reason}")

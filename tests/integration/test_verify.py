@@ -103,3 +103,23 @@ def test_without_openmetadata_it_is_one_line_and_exit_3(tmp_path: Path) -> None:
     assert run.returncode == 3
     assert "no openmetadata transport is configured" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_verify_true_reads_back_after_the_delivery(
+    om_built: tuple[FakeOpenMetadata, Path, dict[str, str]],
+) -> None:
+    """`verify: true`: the run's own summary says what OM holds after its delivery; the exit
+    code is the delivery's, not the read-back's."""
+    _, project, env = om_built
+    run = run_cli(
+        ["emit", "--profiles-dir", ".", *NAMESPACES],
+        cwd=project,
+        env={**env, "DBT_OML_VERIFY": "1"},
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    (summary,) = [x for x in run.stderr.splitlines() if x.startswith("dbt-oml: verify: ")]
+    assert summary.endswith(
+        "present, 1 missing or different in OpenMetadata; `dbt-oml verify` lists them"
+    )
+    (problem,) = [x for x in run.stderr.splitlines() if "WARNING: verify: different" in x]
+    assert "warehouse.api.matches -> " in problem
