@@ -71,13 +71,23 @@ def test_what_om_lost_is_named_with_the_reason(
     saved = {k: dict(om.edges[k]) for k in (dropped, emptied)}
     del om.edges[dropped]
     om.edges[emptied] = {**om.edges[emptied], "columnsLineage": []}
+    targets = {names[dropped[1]], names[emptied[1]]}  # their edges must still be read
+    gone = next(
+        f for f in om.entities["table"] if f.endswith(".marts.dim_customers") and f not in targets
+    )
+    table = om.entities["table"].pop(gone)  # someone deleted it in OM
     try:
         run = _verify(project, env)
     finally:
         om.edges.update(saved)
+        om.entities["table"][gone] = table
     assert run.returncode == 1, run.stderr[-2000:]
-    (missing,) = _lines(run, "MISSING")
-    assert f"{names[dropped[0]]} -> {names[dropped[1]]}: OpenMetadata holds no such edge" in missing
+    missing = _lines(run, "MISSING")
+    assert any(
+        f"{names[dropped[0]]} -> {names[dropped[1]]}: OpenMetadata holds no such edge" in x
+        for x in missing
+    ), missing
+    assert any(f"table          {gone}: OpenMetadata has no such table" in x for x in missing)
     emptied_line = [
         x for x in _lines(run, "DIFFERENT") if f"{names[emptied[0]]} -> {names[emptied[1]]}" in x
     ]

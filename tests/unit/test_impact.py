@@ -166,6 +166,7 @@ def test_formats(tmp_path: Path, state: Path) -> None:
     doc: dict[str, Any] = as_json(report, graph)
     assert set(doc) == {"version", "state", "models", "notes", "uncompiled", "changes", "selected"}
     assert "model.jaffle_oml.stg_customers" in doc["selected"]  # keys are only ever added
+    assert "model.jaffle_oml.core_customers" in doc["selected"]  # it reads the renamed column
     (change,) = doc["changes"]
     assert set(change) == {
         "node",
