@@ -89,6 +89,19 @@ def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DO_NOT_TRACK", "1")
 
 
+@pytest.fixture(autouse=True)
+def _own_logger() -> Iterator[None]:
+    """A command run in this process sets up the `dbt_oml` logger (its level, its stderr
+    handler, no propagation): each test gets it back as it found it, so a quiet command's
+    WARNING level never hides a later test's INFO lines from caplog."""
+    import logging
+
+    logger = logging.getLogger("dbt_oml")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    yield
+    logger.handlers[:], logger.level, logger.propagate = saved
+
+
 @dataclass(frozen=True)
 class CliRun:
     returncode: int
