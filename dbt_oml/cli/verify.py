@@ -56,7 +56,11 @@ def verify(ctx: click.Context, **opts: Any) -> int:
     options = project_options({k: opts.get(k) for k in PROJECT_KEYS}, Path.cwd())
     with contextlib.redirect_stdout(sys.stderr):  # dbt's own lines: stdout is the answer
         built = offline.emit(
-            changed(settings, dry_run=True), options, cwd=Path.cwd(), redactor=console().redactor
+            changed(settings, dry_run=True),
+            options,
+            cwd=Path.cwd(),
+            redactor=console().redactor,
+            plan=False,  # the read-back makes its own dry bootstrap
         )
     checks = read_back(om, built.delivery.collected, console().redactor)
     for check in checks:

@@ -84,16 +84,24 @@ def emit(
     redactor: Redactor,
     announce: Announce | None = None,
     progress: Progress | None = None,
+    plan: bool = True,
 ) -> Report:
     """`dbt-oml emit`: build and send the events of existing artifacts, without running dbt.
 
     `redactor` is the command's (the profile's secrets join it); `announce` is called once the
     artifacts and settings are checked, before the transport is made (the CLI's line saying
-    where events go); `progress` hears each phase."""
+    where events go); `progress` hears each phase; `plan`: a dry run asks OM for its bootstrap
+    plan (`verify`, which reads OM itself, does not)."""
     with quiet_gc():
         try:
             return _emit(
-                settings, options, cwd=cwd, redactor=redactor, announce=announce, progress=progress
+                settings,
+                options,
+                cwd=cwd,
+                redactor=redactor,
+                announce=announce,
+                progress=progress,
+                plan=plan,
             )
         finally:
             if progress is not None:
@@ -117,6 +125,7 @@ def _emit(
     redactor: Redactor,
     announce: Announce | None,
     progress: Progress | None,
+    plan: bool,
 ) -> Report:
     report = Report()
     project = resolve_project(options)
@@ -163,7 +172,7 @@ def _emit(
     report.delivery = delivery.close()
     keep_durably(settings, project.target_path, report)
     verify_delivered(settings, delivery.sent, report, redactor)
-    if settings.emit.dry_run:
+    if settings.emit.dry_run and plan:
         add_bootstrap_plan(plan_settings(settings), report)
     return report
 

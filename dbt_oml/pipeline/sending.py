@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dbt_oml.config import Settings
 from dbt_oml.delivery.emitter import Delivery, Emitter
@@ -17,6 +18,9 @@ from dbt_oml.errors import ConfigError, DbtOmlError
 from dbt_oml.pipeline.outbox import outbox_folder
 from dbt_oml.pipeline.report import Report
 from dbt_oml.redaction import Redactor
+
+if TYPE_CHECKING:
+    from dbt_oml.transports.openmetadata import OpenMetadataTransport
 
 logger = logging.getLogger(__name__)
 
@@ -155,15 +159,22 @@ def reaches_openmetadata(emitter: Emitter | None) -> bool:
 def bootstrap_plan(settings: Settings, events: list[dict[str, Any]]) -> list[str] | None:
     """For --dry-run with the OpenMetadata transport: what bootstrap would create (reads OM)."""
     from dbt_oml.transports import kind_named
-    from dbt_oml.transports.base import Planner
-    from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
 
     transport = settings.transport.config
     if not transport or kind_named(transport.get("type")) != "openmetadata":
         return None
-    om = OpenMetadataTransport(OpenMetadataConfig.from_dict(dict(transport)))
+    with _openmetadata(dict(transport), Redactor()) as om:  # the console redacts the plan
+        return om.plan(events)
+
+
+@contextlib.contextmanager
+def _openmetadata(config: dict[str, Any], redactor: Redactor) -> Iterator[OpenMetadataTransport]:
+    """An OpenMetadata transport for one read (a plan, a read-back), closed after it."""
+    from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
+
+    om = OpenMetadataTransport(OpenMetadataConfig.from_dict(config), redactor=redactor)
     try:
-        return om.plan(events) if isinstance(om, Planner) else None
+        yield om
     finally:
         om.http.close()
 
@@ -202,13 +213,8 @@ def read_back(
 ) -> list[Any]:
     """`dbt-oml verify`: each table and edge `events` should have made in OpenMetadata, as OM
     holds it (transports.openmetadata.verify), through the transport `config` describes."""
-    from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
-
-    om = OpenMetadataTransport(OpenMetadataConfig.from_dict(config), redactor=redactor)
-    try:
+    with _openmetadata(config, redactor) as om:
         return om.verify(events)
-    finally:
-        om.http.close()
 
 
 def verify_delivered(
