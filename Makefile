@@ -65,7 +65,7 @@ BENCH_VENV := benchmarks/.venv
 bench: $(STAMP)
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --force-reinstall --no-deps .
-	$(BENCH_VENV)/bin/python -m pip install --quiet . -r benchmarks/requirements.txt
+	$(BENCH_VENV)/bin/python -m pip install --quiet '.[nats]' -r benchmarks/requirements.txt
 	$(BENCH_VENV)/bin/python benchmarks/run.py
 	$(BENCH_VENV)/bin/python benchmarks/e2e_bench.py
 
@@ -74,7 +74,7 @@ bench: $(STAMP)
 bench-e2e: $(STAMP)
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --force-reinstall --no-deps .
-	$(BENCH_VENV)/bin/python -m pip install --quiet . -r benchmarks/requirements.txt
+	$(BENCH_VENV)/bin/python -m pip install --quiet '.[nats]' -r benchmarks/requirements.txt
 	$(BENCH_VENV)/bin/python benchmarks/e2e_bench.py
 
 # Column-lineage engine: pure sqlglot (.venv) and sqlglot[c] (benchmarks/.venv-c) side by side,
@@ -82,7 +82,7 @@ bench-e2e: $(STAMP)
 BENCH_C := benchmarks/.venv-c
 bench-lineage: $(STAMP)
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/python -m pip install --quiet . -r benchmarks/requirements.txt
+	$(BENCH_VENV)/bin/python -m pip install --quiet '.[nats]' -r benchmarks/requirements.txt
 	test -x $(BENCH_C)/bin/python || $(PYTHON) -m venv $(BENCH_C)
 	$(BENCH_C)/bin/python -m pip install --quiet --force-reinstall --no-deps .
 	$(BENCH_C)/bin/python -m pip install --quiet '.[fast]'
@@ -92,7 +92,7 @@ bench-lineage: $(STAMP)
 bench-plugin: $(STAMP)
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --force-reinstall --no-deps .
-	$(BENCH_VENV)/bin/python -m pip install --quiet . -r benchmarks/requirements.txt
+	$(BENCH_VENV)/bin/python -m pip install --quiet '.[nats]' -r benchmarks/requirements.txt
 	cd benchmarks && .venv/bin/python plugin_bench.py
 
 # JetStream publish and relay throughput (a nats-server binary must be installed).

@@ -5,8 +5,11 @@ medians of the repeats, the spread (min-max) next to them:
 
 - emit, 2,000 models: the project is built once (`dbt build`, `dbt docs generate`, then the build's
   run_results.json put back, so both tools read the same artifacts); then `dbt-oml emit` with an
-  empty lineage cache (cold), a full one (warm), one staging model's SQL changed, and
-  `dbt-ol send-events`, all with the file transport.
+  empty lineage cache (cold), a full one (warm), one staging model's SQL changed, a new pod (no
+  cache in target/) over a shared lineage cache another pod's run filled (a folder, and a
+  JetStream key-value bucket on the machine's NATS, BENCH_NATS_URL), the floor (no column
+  lineage: reading the artifacts and writing the events), and `dbt-ol send-events`, all with the
+  file transport. Each row is a ratio to dbt-ol and to the floor.
 - build, 500 models: `dbt-oml build` (docs generate on), `--no-docs-generate`, `dbt-ol build`,
   `dbt build` + `dbt docs generate`, and plain `dbt build`, each in a fresh copy of the project.
 
@@ -38,6 +41,10 @@ BIN = Path(sys.executable).parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from synth_project import write_project  # noqa: E402
+
+#: The machine's NATS with JetStream (the shared-bucket variant's store).
+NATS_URL = os.environ.get("BENCH_NATS_URL", "nats://127.0.0.1:4222")
+FLOOR = "dbt-oml emit --no-column-lineage (floor)"
 
 
 @dataclass
@@ -206,6 +213,24 @@ def lineage_score(
     return exact, len(by_relation), found, edges
 
 
+def _drop_bucket(url: str) -> None:
+    """Delete the benchmark's key-value bucket from the machine's NATS."""
+    import asyncio
+
+    import nats
+
+    server, _, bucket = url.rpartition("/")
+
+    async def drop() -> None:
+        nc = await nats.connect(server)
+        try:
+            await nc.jetstream().delete_key_value(bucket)
+        finally:
+            await nc.close()
+
+    asyncio.run(drop())
+
+
 def emit_part(models: int, repeats: int) -> tuple[list[str], str | None]:
     """The emit table's rows, and why dbt-oml's column lineage is not exact (None when it is)."""
     base = built_project(models)
@@ -225,12 +250,12 @@ def emit_part(models: int, repeats: int) -> tuple[list[str], str | None]:
 
     out_oml, out_ol = WORK / "emit-oml.jsonl", WORK / "emit-ol.jsonl"
 
-    def oml_emit(prepare: Callable[[int], None]) -> Callable[[int], Sample]:
+    def oml_emit(prepare: Callable[[int], None], *flags: str) -> Callable[[int], Sample]:
         def run(repeat: int) -> Sample:
             reset()
             prepare(repeat)
             out_oml.unlink(missing_ok=True)
-            cmd = [oml, "emit", "--profiles-dir", ".", "--events-file", str(out_oml)]
+            cmd = [oml, "emit", "--profiles-dir", ".", "--events-file", str(out_oml), *flags]
             sample = measure(cmd, base, env)
             sample.events_bytes = out_oml.stat().st_size
             return sample
@@ -247,12 +272,43 @@ def emit_part(models: int, repeats: int) -> tuple[list[str], str | None]:
         sample.events_bytes = out_ol.stat().st_size
         return sample
 
+    def new_pod(_: int) -> None:
+        shutil.rmtree(cache, ignore_errors=True)
+
+    shared_dir = WORK / "shared-lineage-cache"
+    shutil.rmtree(shared_dir, ignore_errors=True)
+    bucket = f"{NATS_URL}/dbt_oml_bench_{os.getpid()}"
     variants: dict[str, Callable[[int], Sample]] = {
-        "dbt-oml emit, cold cache": oml_emit(lambda _: shutil.rmtree(cache, ignore_errors=True)),
+        "dbt-oml emit, cold cache": oml_emit(new_pod),
         "dbt-oml emit, warm cache": oml_emit(lambda _: None),
         "dbt-oml emit, one model changed": oml_emit(lambda r: change_one_model(target, r)),
+        # a new pod (no target cache) after another pod's run shared what it analysed
+        "dbt-oml emit, new pod, shared folder": oml_emit(
+            new_pod, "--lineage-cache", str(shared_dir)
+        ),
+        "dbt-oml emit, new pod, shared JetStream bucket": oml_emit(
+            new_pod, "--lineage-cache", bucket
+        ),
+        # the floor: read the artifacts, build and write the events, no column lineage
+        "dbt-oml emit --no-column-lineage (floor)": oml_emit(lambda _: None, "--no-column-lineage"),
         "dbt-ol send-events": ol_send,
     }
+    for shared in (str(shared_dir), bucket):  # another pod's run fills the shared stores
+        new_pod(0)
+        measure(
+            [
+                oml,
+                "emit",
+                "--profiles-dir",
+                ".",
+                "--events-file",
+                os.devnull,
+                "--lineage-cache",
+                shared,
+            ],
+            base,
+            env,
+        )
     samples: dict[str, list[Sample]] = {v: [] for v in variants}
     for r in range(repeats):
         for name, run in variants.items():
@@ -261,23 +317,27 @@ def emit_part(models: int, repeats: int) -> tuple[list[str], str | None]:
                 warm_up(r)  # every model of the pristine artifacts in the cache
             samples[name].append(run(r))
             print(f"  emit {name} #{r + 1}: {samples[name][-1].wall:.2f}s", file=sys.stderr)
+    _drop_bucket(bucket)
     reset()
     oml_emit(lambda _: None)(0)
     exact, total, _, _ = lineage_score(out_oml, truth)
     ol_send(0)
     _, _, found, edges = lineage_score(out_ol, truth)
     ref = statistics.median(s.wall for s in samples["dbt-ol send-events"])
+    floor = statistics.median(s.wall for s in samples[FLOOR])
+    ref_rss = statistics.median(s.rss_mib for s in samples["dbt-ol send-events"])
     rows = []
     for name, got in samples.items():
         walls = [s.wall for s in got]
         wall = statistics.median(walls)
+        rss = statistics.median(s.rss_mib for s in got)
         rows.append(
             f"| {models} | {name} | {wall:.2f} | {min(walls):.2f}-{max(walls):.2f} | {wall / ref:.2f} "
-            f"| {statistics.median(s.rss_mib for s in got):.0f} "
+            f"| {wall / floor:.2f} | {rss:.0f} ({rss / ref_rss:.2f}x) "
             f"| {statistics.median(s.events_bytes for s in got) / 1e6:.1f} |"
         )
     rows.append(
-        f"| {models} | column lineage vs ground truth | | | | | dbt-oml exact on {exact}/{total} "
+        f"| {models} | column lineage vs ground truth | | | | | | dbt-oml exact on {exact}/{total} "
         f"models; dbt-ol recall {found / max(edges, 1):.1%} of {edges} edges |"
     )
     inexact = None
@@ -361,10 +421,10 @@ def main() -> None:
     if "emit" not in args.skip:
         rows, inexact = emit_part(args.emit_models, args.repeats)
         print(
-            "| models | variant | wall s (median) | min-max s | x dbt-ol | peak RSS MiB (tree) "
-            "| events MB |"
+            "| models | variant | wall s (median) | min-max s | x dbt-ol | x floor "
+            "| peak RSS MiB (tree, x dbt-ol) | events MB |"
         )
-        print("|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|")
         print("\n".join(rows), flush=True)
         if inexact is not None:  # the table stays for the record; the run fails, one line
             raise SystemExit(inexact)

@@ -6,6 +6,7 @@
      ├── ArtifactError        rebuild the artifacts: missing, unreadable, unsupported    exit 3
      ├── NamespaceError       say where a catalog lives (--namespace): reported, run goes on
      ├── LineageError         one model's SQL could not be analysed: opaque, run goes on
+     ├── SharedCacheError     the shared lineage cache failed: one warning, analysed here
      └── DeliveryError        events kept in the outbox; send them later (flush)         exit 4*
           ├── TransientDeliveryError   the server side may recover: retry later (timeouts, 5xx)
           │    ├── UnreachableError    nothing answers (refused, unknown host): retry briefly
@@ -86,6 +87,16 @@ class LineageError(DbtOmlError):
         self.unique_id = unique_id
         self.reason = reason
         super().__init__(f"{unique_id}: {reason}")
+
+
+class SharedCacheError(DbtOmlError):
+    """The shared lineage cache (`lineage_cache`) could not be read or written: the run goes on
+    with its own disk, analysing what it lacks."""
+
+    def __init__(self, *, where: str, reason: str) -> None:
+        self.where = where
+        self.reason = reason
+        super().__init__(f"lineage cache {where}: {reason}")
 
 
 class DeliveryError(DbtOmlError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from dbt_oml.config.outbox_url import parse_outbox
+from dbt_oml.config.outbox_url import parse_cache_url, parse_outbox
 from dbt_oml.config.relay_section import parse_relay
 from dbt_oml.config.values import (
     Parser,
@@ -55,6 +55,13 @@ TABLE: Final[tuple[Key, ...]] = (
         "allow_empty_column_lineage",
         parse_bool,
         "Send even when no event carries column lineage (else exit 4).",
+    ),
+    Key(
+        "lineage_cache",
+        parse_cache_url,
+        "A lineage cache every pod shares, so a new pod is warm: a folder, an object store "
+        "(s3://bucket/prefix) or a JetStream key-value bucket (nats://host:4222/BUCKET).",
+        metavar="DIR|URL",
     ),
     Key("explorer", parse_bool, "After a build, write the column-lineage explorer page."),
     Key(

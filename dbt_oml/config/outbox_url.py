@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 from dbt_oml.config.values import parse_str
 from dbt_oml.errors import ConfigError
+from dbt_oml.redaction import mask
 
 #: The package each common protocol needs, and the dbt-oml extra that brings it.
 EXTRAS: Final = {
@@ -27,6 +28,7 @@ EXTRAS: Final = {
 }
 #: Protocols that keep nothing once the process ends.
 _NOT_DURABLE: Final = frozenset({"memory"})
+_BUCKET = re.compile(r"^[a-zA-Z0-9_-]+$")
 _SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://")
 
 
@@ -57,13 +59,41 @@ def parse_outbox(value: object, key: str, source: str) -> Path | str:
     return text.rstrip("/")
 
 
+def parse_cache_url(value: object, key: str, source: str) -> str:
+    """`lineage_cache`: a folder (as an absolute path), an object store's URL (fsspec), or a
+    JetStream key-value bucket, `nats://host:4222/BUCKET` (several servers: `host1,host2`).
+
+    >>> parse_cache_url("nats://nats:4222/dbt_lineage", "lineage_cache", "test")
+    'nats://nats:4222/dbt_lineage'
+    >>> parse_cache_url("file:///var/cache/dbt-oml", "lineage_cache", "test")
+    '/var/cache/dbt-oml'
+    """
+    text = parse_str(value, key, source)
+    found = _SCHEME.match(text)
+    if found is None or found["scheme"].lower() in {"file", "local"}:
+        return str(Path(parse_outbox(text, key, source)).absolute())
+    if found["scheme"].lower() in {"nats", "tls"}:
+        parts = urlsplit(text)
+        bucket = parts.path.strip("/")
+        if not parts.netloc or not _BUCKET.match(bucket):
+            raise ConfigError(
+                key=key,
+                source=source,
+                reason=f"{mask(text)!r} names no key-value bucket",
+                hint="nats://HOST:4222/BUCKET, the bucket in letters, digits, - and _",
+            )
+        return text.rstrip("/")
+    _check_remote(text, found["scheme"].lower(), key=key, source=source)
+    return text.rstrip("/")
+
+
 def _check_remote(text: str, scheme: str, *, key: str, source: str) -> None:
     parts = urlsplit(text)
     if ("@" in parts.netloc and ":" in parts.netloc.partition("@")[0]) or parts.query:
         raise ConfigError(
             key=key,
             source=source,
-            reason="a durable outbox URL carries no credentials and no query string",
+            reason=f"{scheme}:// URLs here carry no credentials and no query string",
             hint="give the store's credentials as its client reads them (AWS_* variables, "
             "GOOGLE_APPLICATION_CREDENTIALS, a workload identity)",
         )

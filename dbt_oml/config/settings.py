@@ -44,6 +44,9 @@ class LineageSection:
     """Send even when no event carries column lineage (OpenMetadata would lose what it has)."""
     explorer: bool = False
     """After a build, write the column-lineage explorer page next to the events."""
+    shared_cache: str | None = None
+    """`lineage_cache`: a folder, an fsspec URL or nats://host:port/BUCKET that every pod shares
+    (dbt_oml.stores); the cache in target/ stays the first place looked."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,6 +105,7 @@ SECTION_OF: Final[Mapping[str, tuple[str, str]]] = {
     "column_lineage": ("lineage", "column_lineage"),
     "allow_empty_column_lineage": ("lineage", "allow_empty_column_lineage"),
     "explorer": ("lineage", "explorer"),
+    "lineage_cache": ("lineage", "shared_cache"),
     "job_naming": ("emit", "job_naming"),
     "job_namespace": ("emit", "job_namespace"),
     "parent_job_name": ("emit", "parent_job_name"),

@@ -8,6 +8,11 @@ Entries live in pack files (`*.pack`, one `key<TAB>json` line per model), each w
 renamed into place: a cold run of 2,000 models writes one file, not 2,000 (creating them took
 0.5-2.7 s on this project's disks). Entries of older versions (one file per model, `xx/key.json`)
 are still read, and pruned like the rest.
+
+A shared tier (`SharedStore`: a folder or object store, or a JetStream key-value bucket; see
+dbt_oml.stores) makes a new pod warm: on the first miss on this disk the entries the project's
+last run used are fetched from it, and at the end of a run what this run used goes back to it.
+A shared store that fails costs one warning: the run analyses what its own disk lacks.
 """
 
 from __future__ import annotations
@@ -16,29 +21,58 @@ import contextlib
 import logging
 import os
 import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol, TypeVar
 
+from dbt_oml.errors import SharedCacheError
 from dbt_oml.lineage.codec import lineage_from_json, lineage_to_json
 from dbt_oml.lineage.types import ModelLineage
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 #: More pack files than this and `prune` merges them into one even when nothing is stale.
 MAX_PACKS = 16
 
 
+class SharedStore(Protocol):
+    """Entries shared between pods, for one project (its scope). Every method raises
+    SharedCacheError when the store cannot be read or written."""
+
+    where: str
+    """The store, for messages (no credentials)."""
+
+    def keys(self) -> Sequence[str]:
+        """The keys of the scope's entries, most recently used first."""
+
+    def fetch(self, keys: Iterable[str]) -> dict[str, str]:
+        """The entries of `keys` the store holds (key -> JSON text)."""
+
+    def save(self, new: Mapping[str, str], index: Sequence[str], drop: Iterable[str]) -> None:
+        """Store `new` entries and `index` as the scope's keys; `drop` keys are no longer listed
+        (the store may delete their entries)."""
+
+
 class DiskCache:
-    """Analysed models under `root` (e.g. <target>/dbt_oml/lineage-cache).
+    """Analysed models under `root` (e.g. <target>/dbt_oml/lineage-cache), over an optional
+    `shared` store.
 
     New entries are kept in memory until `flush` (which `prune` calls first). Remembers the keys
     this run used (hits and new entries), so `prune` can drop the others.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, shared: SharedStore | None = None) -> None:
         self.root = root
+        self.shared = shared
         self.used: set[str] = set()
+        self.from_shared = 0
+        """Entries this run took from the shared store."""
         self._packed: dict[str, tuple[str, float]] | None = None  # key -> (json, pack mtime)
         self._new: dict[str, str] = {}
+        self._remote: dict[str, str] | None = None  # the shared store's entries, once fetched
+        self._remote_keys: Sequence[str] | None = None
+        self._analysed: set[str] = set()  # put this run: analysed here
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -67,21 +101,84 @@ class DiskCache:
     def get(self, key: str) -> ModelLineage | None:
         packed = self._index().get(key)
         text = self._new.get(key) or (packed[0] if packed is not None else None)
+        shared = False
         try:
-            if text is not None:
-                found = lineage_from_json(text)
-            else:
-                found = lineage_from_json(self._path(key).read_text(encoding="utf-8"))
+            if text is None:
+                text = self._path(key).read_text(encoding="utf-8")
         except FileNotFoundError:
-            return None
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            text, shared = self._shared_entries().get(key), True
+            if text is None:
+                return None
+        except OSError:
+            text = ""
+        try:
+            found = lineage_from_json(text)
+        except (ValueError, KeyError, TypeError, IndexError):
             logger.debug("lineage cache entry %s is unreadable; re-analysing", key)
             return None
+        if shared:
+            self._new[key] = text  # kept on this disk too: the next run here is warm
+            self.from_shared += 1
         self.used.add(key)
         return found
 
+    def _shared_keys(self) -> Sequence[str]:
+        if self._remote_keys is None:
+            empty: Sequence[str] = ()
+            self._remote_keys = self._shared_call(lambda store: store.keys(), empty)
+        return self._remote_keys
+
+    def _shared_entries(self) -> dict[str, str]:
+        """The shared store's entries of this project, fetched on the first miss here."""
+        if self._remote is None:
+            keys = self._shared_keys()
+            none: dict[str, str] = {}
+            self._remote = self._shared_call(lambda store: store.fetch(keys), none) if keys else {}
+        return self._remote
+
+    def _shared_call(self, call: Callable[[SharedStore], _T], failed: _T) -> _T:
+        """`call` on the shared store; a failure warns once and drops the store for the run."""
+        if self.shared is None:
+            return failed
+        try:
+            return call(self.shared)
+        except SharedCacheError as e:
+            logger.warning("%s; models are analysed here and nothing is shared this run", e)
+            self.shared = None
+            return failed
+
+    def _unshared(self) -> bool:
+        return self.shared is None
+
+    def share(self, *, keep_at_most: int) -> None:
+        """Give the shared store what this run used, first in its index, then the entries it
+        listed before up to `keep_at_most`; entries it lacks or gave damaged (analysed here) go
+        with it. Nothing is written when neither the index nor an entry would change.
+        """
+        if self.shared is None or not self.used:
+            return
+        before = self._shared_keys()
+        if self._unshared():
+            return  # the store failed just now
+        used = sorted(self.used)
+        rest = [k for k in before if k not in self.used]
+        index = used + rest[: max(keep_at_most - len(used), 0)]
+        listed, local = set(before), self._index()
+        new = {}
+        for key in used:
+            text = self._new.get(key) or (local[key][0] if key in local else None)
+            if (key not in listed or key in self._analysed) and text is not None:
+                new[key] = text
+        if not new and set(index) == listed:
+            return
+        kept = set(index)
+        self._shared_call(
+            lambda store: store.save(new, index, [k for k in before if k not in kept]), None
+        )
+
     def put(self, key: str, value: ModelLineage) -> None:
         self.used.add(key)
+        self._analysed.add(key)
         self._new[key] = lineage_to_json(value)
 
     def flush(self) -> None:

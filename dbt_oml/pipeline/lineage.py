@@ -31,6 +31,7 @@ from dbt_oml.lineage.graph import ColumnGraph, build_graph
 from dbt_oml.lineage.model import ModelLineage
 from dbt_oml.pipeline.report import Report
 from dbt_oml.pipeline.state_files import STATE_DIR
+from dbt_oml.stores import shared_store
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +56,13 @@ def seed_headers(manifest: Manifest, project_root: Path) -> dict[str, tuple[str,
 CACHE_ENTRIES_PER_MODEL = 2
 
 
-def lineage_cache(target_path: Path) -> DiskCache:
-    """The lineage cache of a project's target (the wrapper's, emit's and the plugin's)."""
-    return DiskCache(target_path / STATE_DIR / "lineage-cache")
+def lineage_cache(
+    target_path: Path, settings: Settings | None = None, *, project: str | None = None
+) -> DiskCache:
+    """The lineage cache of a project's target (the wrapper's, emit's and the plugin's), over
+    the shared store `settings` name for the dbt `project`, if any."""
+    shared = shared_store(settings, scope=project or "project") if settings else None
+    return DiskCache(target_path / STATE_DIR / "lineage-cache", shared)
 
 
 class NodeLineage(dict[str, ModelLineage]):
@@ -72,11 +77,10 @@ class NodeLineage(dict[str, ModelLineage]):
         super().__init__()
         self.cache: DiskCache | None = None
 
-    def cache_for(self, target_path: Path) -> DiskCache:
+    def cache_for(self, target_path: Path, settings: Settings, *, project: str) -> DiskCache:
         """The cache of `target_path`, one instance for the whole run."""
-        cache = lineage_cache(target_path)  # cheap: reads nothing until it is looked up
-        if self.cache is None or self.cache.root != cache.root:
-            self.cache = cache
+        if self.cache is None or self.cache.root != lineage_cache(target_path).root:
+            self.cache = lineage_cache(target_path, settings, project=project)  # reads nothing yet
         return self.cache
 
 
@@ -89,9 +93,16 @@ def prune_cache(cache: DiskCache, artifacts: RunArtifacts, wanted: set[str]) -> 
         if n.resource_type in ANALYSED_TYPES and n.materialized != "ephemeral"
     ]
     complete = wanted.issuperset(models)
+    cache.share(keep_at_most=CACHE_ENTRIES_PER_MODEL * len(models))
+    if cache.from_shared:
+        logger.info("lineage cache: %d models from %s", cache.from_shared, _where(cache))
     removed = cache.prune(keep_at_most=0 if complete else CACHE_ENTRIES_PER_MODEL * len(models))
     if removed:
         logger.debug("lineage cache: %d stale entries removed", removed)
+
+
+def _where(cache: DiskCache) -> str:
+    return cache.shared.where if cache.shared is not None else "the shared store"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,7 +155,8 @@ def column_lineage_for(
         if shared is not None:
             prune_cache(shared, artifacts, wanted)
         return _checked(settings, report, wanted, done, guard=guard)
-    cache = shared or lineage_cache(place.target_path)
+    project = artifacts.manifest.project_name
+    cache = shared or lineage_cache(place.target_path, settings, project=project)
     result = analyse_models(
         artifacts,
         wanted=todo,

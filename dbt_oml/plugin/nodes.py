@@ -196,7 +196,9 @@ class NodeEnds:
             default_catalog=context.catalogs[0].alias if context.catalogs else None,
             seed_headers=self._seeds,
             spelling={name: spelled for name, (_, spelled) in self._spelling.items()},
-            cache=self.lineage.cache_for(context.target_path),
+            cache=self.lineage.cache_for(
+                context.target_path, self.live.settings, project=context.project_name
+            ),
         )
         lineage = found.models.get(node.unique_id)
         if lineage is not None:

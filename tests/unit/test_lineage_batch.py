@@ -332,7 +332,8 @@ def _plugin_run(
         project_root=target, target_path=target, dialect="duckdb", default_catalog="warehouse"
     )
     first = column_lineage_for(settings, arts, place=place, report=Report())
-    cache = known.cache_for(target) if isinstance(known, NodeLineage) else None
+    shared = isinstance(known, NodeLineage)
+    cache = known.cache_for(target, settings, project="jaffle_oml") if shared else None
     for uid in sorted(set(first) - {SNAPSHOT}):
         found = analyse_models(
             arts, wanted={uid}, dialect="duckdb", default_catalog="warehouse", cache=cache
