@@ -93,7 +93,7 @@ def _check_remote(text: str, scheme: str, *, key: str, source: str) -> None:
         raise ConfigError(
             key=key,
             source=source,
-            reason=f"{scheme}:// URLs here carry no credentials and no query string",
+            reason=f"a {scheme}:// URL here carries no credentials and no query string",
             hint="give the store's credentials as its client reads them (AWS_* variables, "
             "GOOGLE_APPLICATION_CREDENTIALS, a workload identity)",
         )

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dbt_oml.dbt.quick_project import quick_target
 from dbt_oml.errors import ConfigError
 from dbt_oml.namespaces import CatalogSpec
 from dbt_oml.redaction import secrets_of
@@ -106,14 +107,8 @@ def _project_value(path: Path, key: str) -> str | None:
 
 
 def resolve_project(options: ProjectOptions) -> ResolvedProject:
-    """Resolve project, profile, target and catalogs with dbt's own loaders (no dbt run)."""
-    from argparse import Namespace as Args
-
-    from dbt.config.runtime import load_profile, load_project
-    from dbt.flags import set_from_args
-    from dbt_common.context import set_invocation_context
-    from dbt_common.exceptions import DbtBaseException
-
+    """Resolve project, profile, target and catalogs with dbt's own loaders (no dbt run), or
+    as they would for a plain DuckDB target (dbt.quick_project, without loading them)."""
     project_dir = options.project_dir
     if not (project_dir / "dbt_project.yml").is_file():
         raise ConfigError(
@@ -122,11 +117,45 @@ def resolve_project(options: ProjectOptions) -> ResolvedProject:
             reason="has no dbt_project.yml",
             hint="pass --project-dir or set DBT_PROJECT_DIR",
         )
-    set_invocation_context(dict(options.environ))
     profiles = options.profiles_dir or (
         project_dir if (project_dir / "profiles.yml").is_file() else Path.home() / ".dbt"
     )
     _check_profiles_dir(profiles)
+    quick = quick_target(
+        project_dir,
+        profiles,
+        profile=options.profile,
+        target=options.target,
+        target_path=options.target_path,
+        cli_vars=options.cli_vars,
+        environ=options.environ,
+    )
+    if quick is None:
+        return dbt_resolved(options, profiles)
+    return ResolvedProject(
+        project_name=quick.project_name,
+        project_version=quick.project_version,
+        project_dir=project_dir,
+        profile_name=quick.profile_name,
+        target_name=quick.target_name,
+        target_path=quick.target_path,
+        adapter_type="duckdb",
+        catalogs=catalogs_of("duckdb", quick.credentials),
+        secrets=quick.secrets,
+    )
+
+
+def dbt_resolved(options: ProjectOptions, profiles: Path) -> ResolvedProject:
+    """resolve_project by dbt's own loaders."""
+    from argparse import Namespace as Args
+
+    from dbt.config.runtime import load_profile, load_project
+    from dbt.flags import set_from_args
+    from dbt_common.context import set_invocation_context
+    from dbt_common.exceptions import DbtBaseException
+
+    project_dir = options.project_dir
+    set_invocation_context(dict(options.environ))
     args = Args(PROFILES_DIR=str(profiles), TARGET=options.target, PROFILE=options.profile)
     set_from_args(args, None)
     try:

@@ -184,7 +184,7 @@ def test_lineage_cache_urls(given: str, parsed: str) -> None:
         ("nats://nats:4222", "names no key-value bucket"),
         ("nats://nats:4222/a.b", "names no key-value bucket"),
         ("memory://x", "keeps nothing after a run"),
-        ("s3://bucket/p?key=x", "carry no credentials and no query string"),
+        ("s3://bucket/p?key=x", "carries no credentials and no query string"),
     ],
 )
 def test_lineage_cache_url_mistakes(given: str, reason: str) -> None:
