@@ -67,7 +67,7 @@ TABLE: Final[tuple[Key, ...]] = (
     Key(
         "docs_generate",
         parse_bool,
-        "Run `dbt docs generate` for catalog.json (default: on).",
+        "Write catalog.json after the build, as `dbt docs generate` does (default: on).",
         negatable=True,
     ),
     Key(

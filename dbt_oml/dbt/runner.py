@@ -242,6 +242,13 @@ def _failure_summary(result: object) -> str:
     )
 
 
+def compiled_everything(context: DbtContext) -> bool:
+    """Whether the command was a `build` of the whole project (every node compiled)."""
+    return context.command == "build" and not (
+        context.select or context.selector or context.exclude
+    )
+
+
 def docs_generate_args(context: DbtContext) -> list[str]:
     """`dbt docs generate` for the same project, profile, target and target path.
 
@@ -253,9 +260,7 @@ def docs_generate_args(context: DbtContext) -> list[str]:
     benchmarks/README.md, section 0c). After a partial run it compiles, so that its manifest
     (kept in target/dbt_oml/docs_generate/) gives `impact` and `lineage` every model's SQL.
     """
-    whole_build = context.command == "build" and not (
-        context.select or context.selector or context.exclude
-    )
+    whole_build = compiled_everything(context)
     args = [
         "docs",
         "generate",

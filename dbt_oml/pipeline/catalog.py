@@ -116,14 +116,17 @@ def artifacts_with_catalog(
     ctx: DbtContext,
     report: Report,
     live: tuple[Catalog | None, str | None] | None = None,
+    *,
+    catalog_written: bool = False,
 ) -> RunArtifacts:
     """The build's artifacts, with this run's catalog.json (from `dbt docs generate`), or the
     columns read from the warehouse at the end of the command (`live`, for `test`).
 
     A catalog.json written before this invocation started (docs generate off or failed) is
     not this run's: the declared columns are used instead. An unreadable one is a warning.
+    `catalog_written`: the build's end wrote it already (dbt.catalog_file): no docs generate.
     """
-    if settings.dbt.docs_generate and ctx.command in CATALOG_COMMANDS:
+    if settings.dbt.docs_generate and ctx.command in CATALOG_COMMANDS and not catalog_written:
         docs = docs_generate(ctx)
         if docs.return_code != 0:
             report.problems.append(

@@ -15,8 +15,9 @@ from openlineage.client.event_v2 import RunEvent, RunState
 
 from dbt_oml.artifacts import Catalog, Manifest, RunArtifacts, read_manifest
 from dbt_oml.config import Settings, plan_settings
+from dbt_oml.dbt.catalog_file import write_catalog
 from dbt_oml.dbt.relation_columns import live_catalog
-from dbt_oml.dbt.runner import DbtContext, NodeStarted, run_dbt
+from dbt_oml.dbt.runner import DbtContext, NodeStarted, compiled_everything, run_dbt
 from dbt_oml.delivery.emitter import Delivery, Unconfigured
 from dbt_oml.errors import ArtifactError, ConfigError, DbtOmlError
 from dbt_oml.events.invocation_events import iter_events
@@ -68,6 +69,7 @@ class LiveEmitter:
         self.sent_ends: set[str] = set()  # plugin mode: node runs ended as dbt finished them
         self.node_lineage: Mapping[str, ModelLineage] = {}  # plugin mode: lineage already made
         self.live_catalog: tuple[Catalog | None, str | None] | None = None
+        self.catalog_written = False  # catalog.json written as the build ended (dbt.catalog_file)
         self.held: list[RunEvent] | None = None  # until the manifest confirms an override
         self.refusal: ConfigError | None = None  # an override names no catalog: nothing is sent
 
@@ -138,7 +140,12 @@ class LiveEmitter:
         if context.command not in BUILD_COMMANDS:
             return
         if self.settings.dbt.docs_generate and context.command in CATALOG_COMMANDS:
-            return  # catalog.json comes from `dbt docs generate`
+            if compiled_everything(context):  # what `docs generate --no-compile` would write
+                problem = write_catalog(context.target_path)
+                self.catalog_written = problem is None
+                if problem is not None:
+                    logger.debug("catalog.json by dbt docs generate: %s", problem)
+            return  # else catalog.json comes from `dbt docs generate`
         manifest = read_manifest(context.target_path / "manifest.json")
         self.live_catalog = live_catalog(manifest, now=datetime.now(timezone.utc))
 
@@ -215,8 +222,11 @@ def build(
         try:
             if ctx.command in BUILD_COMMANDS and wrote_run_results(ctx):
                 write_node_starts(ctx, invocation.node_starts)
-                phase(progress, catalog_phase(settings, ctx))
-                artifacts = artifacts_with_catalog(settings, ctx, report, live.live_catalog)
+                if not live.catalog_written:
+                    phase(progress, catalog_phase(settings, ctx))
+                artifacts = artifacts_with_catalog(
+                    settings, ctx, report, live.live_catalog, catalog_written=live.catalog_written
+                )
         except DbtOmlError as e:
             report.problems.append(str(e))
             error = error or str(e)

@@ -212,13 +212,37 @@ def test_the_catalog_is_the_one_a_compiling_docs_generate_writes(
     assert len(ours["nodes"]) > 10
 
 
-def test_docs_generate_reuses_the_builds_parse(built: CliRun) -> None:
-    """dbt-oml's docs generate gets the flags the build got, so dbt's partial parsing holds: one
-    full parse per build (dbt's debug log, logs/dbt.log, holds both invocations)."""
+def test_a_whole_build_writes_its_catalog_without_a_second_dbt_run(built: CliRun) -> None:
+    """After a build of the whole project the catalog is written as the build ends, from the
+    adapter and manifest dbt still holds (dbt.catalog_file): one dbt invocation, one parse, and
+    what `dbt docs generate` leaves (catalog.json, index.html) is there; the catalog's columns are
+    a plain docs generate's (the test above)."""
     log = (built.project / "logs" / "dbt.log").read_text()
-    assert log.count("Starting full parse") == 1, log.count("Starting full parse")
-    assert "Partial parsing enabled, no changes found, skipping parsing" in log
+    assert log.count("Running with dbt=") == 1
+    assert log.count("Starting full parse") == 1
+    results = json.loads((built.target / "run_results.json").read_text())
+    catalog = json.loads((built.target / "catalog.json").read_text())
+    assert catalog["metadata"]["invocation_id"] == results["metadata"]["invocation_id"]
+    assert catalog["errors"] is None
+    assert (built.target / "index.html").stat().st_size > 1000
+
+
+def test_a_partial_build_still_runs_docs_generate_with_the_builds_parse(
+    built: CliRun, tmp_path: Path
+) -> None:
+    """A --select build compiled only what it ran: `dbt docs generate` (compiling) writes the
+    catalog, with the flags the build got, so dbt's partial parsing holds."""
+    project = copy_of_built(built, tmp_path / "p")
+    (project / "logs").mkdir(exist_ok=True)
+    (project / "logs" / "dbt.log").write_text("")
+    run = run_cli(["build", "--profiles-dir", ".", "--select", "stg_customers"], cwd=project)
+    assert run.returncode == 0, run.stderr[-3000:]
+    log = (project / "logs" / "dbt.log").read_text()
+    assert log.count("Running with dbt=") == 2
+    assert "Starting full parse" not in log
     assert "config vars, config profile, or config target have changed" not in log
+    docs = project / "target" / "dbt_oml" / "docs_generate" / "run_results.json"
+    assert json.loads(docs.read_text())["args"]["which"] == "generate"
 
 
 def test_emit_twice_gives_identical_run_ids(built: CliRun) -> None:

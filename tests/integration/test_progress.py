@@ -25,7 +25,8 @@ def _phases(stderr: str) -> list[str]:
 
 def test_build_says_each_phase_after_dbt_in_order(built: CliRun) -> None:
     assert built.returncode == 0, built.stderr[-3000:]
-    assert _phases(built.stderr) == list(PHASES)
+    # a whole build wrote catalog.json as it ended: no docs generate to wait for
+    assert _phases(built.stderr) == list(PHASES[1:])
     assert _phase_lines(built.stderr)[-1].startswith(f"events to {built.target / 'openlineage' / 'events.jsonl'}")
 
 

@@ -1,0 +1,83 @@
+"""catalog.json written at the end of the build, from what dbt still holds, as `dbt docs generate
+--no-compile` would write it (issue 31 item 2).
+
+At the build's `CommandCompleted` dbt still has its adapter and, as the adapter's macro resolver,
+the manifest it ran. The catalog is then dbt-docs' own path minus a second dbt invocation (which
+loads the project and its saved parse again: about 3 s at 500 models): the adapter's
+`get_filtered_catalog` over the same nodes and schemas, dbt's `Catalog` and `CatalogArtifact`,
+and docs' index.html and asset folders copied as docs generate copies them. Anything missing or
+failing returns the reason, and `dbt docs generate` runs as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from datetime import datetime, timezone
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+def write_catalog(target_path: Path) -> str | None:
+    """Write target/catalog.json (and index.html, the asset folders); None, or why not."""
+    try:
+        from dbt.adapters.factory import FACTORY
+
+        adapters = list(getattr(FACTORY, "adapters", {}).values())
+        if len(adapters) != 1:
+            return "no single adapter registered"
+        adapter = adapters[0]
+        manifest = adapter.get_macro_resolver()
+        if manifest is None or not hasattr(manifest, "get_used_schemas"):
+            return "the adapter holds no manifest"
+        _write(adapter, manifest, target_path)
+    except Exception as e:
+        logger.debug("writing catalog.json in-process failed", exc_info=True)
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+def _write(adapter: Any, manifest: Any, target_path: Path) -> None:
+    import dbt.utils
+    from dbt.artifacts.schemas.catalog import CatalogArtifact
+    from dbt.task.docs import DOCS_INDEX_FILE_PATH
+    from dbt.task.docs.generate import Catalog
+
+    config = adapter.config
+    shutil.copyfile(DOCS_INDEX_FILE_PATH, target_path / "index.html")
+    for asset in getattr(config, "asset_paths", None) or ():
+        copy, source = target_path / asset, Path(config.project_root) / asset
+        if copy.exists():
+            shutil.rmtree(copy)
+        if source.exists():
+            shutil.copytree(source, copy)
+    with adapter.connection_named("generate_catalog"):
+        nodes = chain(
+            [n for n in manifest.nodes.values() if n.is_relational and not n.is_ephemeral_model],
+            manifest.sources.values(),
+        )
+        table, exceptions = adapter.get_filtered_catalog(nodes, manifest.get_used_schemas(), None)
+    coerce = dbt.utils._coerce_decimal  # type: ignore[attr-defined] # as docs generate does
+    rows = [dict(zip(table.column_names, map(coerce, row), strict=True)) for row in table]
+    found, sources = Catalog(rows).make_unique_id_map(manifest, None)
+    artifact = CatalogArtifact.from_results(
+        generated_at=datetime.now(timezone.utc).replace(tzinfo=None),
+        nodes=found,
+        sources=sources,
+        compile_results=None,
+        errors=[str(e) for e in exceptions] or None,
+    )
+    path = target_path / "catalog.json"
+    temporary = path.with_name(f".catalog.json.{os.getpid()}.tmp")
+    artifact.write(str(temporary))
+    os.replace(temporary, path)  # a reader never sees half a catalog
+    try:
+        from dbt.utils.artifact_upload import add_artifact_produced
+
+        add_artifact_produced(str(path))
+    except ImportError:  # an older dbt-core: nothing to tell
+        pass
