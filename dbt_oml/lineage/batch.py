@@ -28,6 +28,7 @@ from dbt_oml.lineage.version import ENGINE_VERSION
 from dbt_oml.lineage.workers import (
     MODEL_TIMEOUT,
     Analyse,
+    Prestarted,
     WorkerSetup,
     analyse_one,
     analyse_parallel,
@@ -190,6 +191,7 @@ def analyse_models(  # noqa: PLR0913 - keyword-only options with defaults; 30 ca
     timeout: float = MODEL_TIMEOUT,
     analyse: Analyse = analyse_one,
     spelling: Mapping[str, str] | None = None,
+    started: Prestarted | None = None,
 ) -> LineageReport:
     """Column lineage of the `wanted` models (analysing their model ancestors first).
 
@@ -202,7 +204,7 @@ def analyse_models(  # noqa: PLR0913 - keyword-only options with defaults; 30 ca
     never raises for a model. `progress` is called with (models analysed, models to analyse)
     as the work goes. `analyse` is the per-model seam (tests). `spelling` (lower-case name ->
     spelling) is what a catalog wider than the one given would have spelled first (the plugin
-    analyses one model with the relations it reads, as a whole run's catalog would spell them).
+    analyses one model with the relations it reads). `started`: workers started earlier.
     """
     tables = _Tables()
     tables.case.update(spelling or {})
@@ -222,7 +224,7 @@ def analyse_models(  # noqa: PLR0913 - keyword-only options with defaults; 30 ca
     total, finished = len(todo), 0
     independent = [t for t in todo if all(p in tables.known for p in _relations(artifacts, t[0]))]
     if workers > 1 and len(independent) >= PARALLEL_THRESHOLD:
-        done = run.parallel(independent, workers=workers, timeout=timeout)
+        done = run.parallel(independent, workers=workers, timeout=timeout, started=started)
         todo = [t for t in todo if t[0].unique_id not in done]
         finished = len(done)
         if progress is not None and done:
@@ -281,7 +283,9 @@ class _Analysis:
             todo.append((node, sql, key))
         return todo
 
-    def parallel(self, jobs: list[_Job], *, workers: int, timeout: float) -> set[str]:
+    def parallel(
+        self, jobs: list[_Job], *, workers: int, timeout: float, started: Prestarted | None
+    ) -> set[str]:
         """Analyse jobs in worker processes; the unique_ids done ({} when no pool can start)."""
         setup = WorkerSetup(
             tables=self.tables.tables,
@@ -295,7 +299,10 @@ class _Analysis:
             },
         )
         done = analyse_parallel(
-            [(n.unique_id, sql) for n, sql, _ in jobs], setup=setup, workers=workers
+            [(n.unique_id, sql) for n, sql, _ in jobs],
+            setup=setup,
+            workers=workers,
+            started=started,
         )
         if done:  # else the pool could not run here: everything goes serially
             for node, _, key in jobs:

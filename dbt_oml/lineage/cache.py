@@ -77,6 +77,13 @@ class DiskCache:
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
+    def empty(self) -> bool:
+        """Whether this folder holds no entry at all (a new pod's)."""
+        try:
+            return not any(self.root.iterdir())
+        except OSError:
+            return True
+
     def _packs(self) -> list[Path]:
         try:
             return sorted(self.root.glob("*.pack"))

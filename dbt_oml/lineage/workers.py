@@ -5,16 +5,22 @@ costs only that model its column lineage: it becomes opaque with the reason. In 
 processes each model also has a time limit, and a worker that stops answering (a hang no signal
 interrupts, a crash) is stopped; its models become opaque and the run goes on.
 
-The engine's one process seam, so not pure: it spawns worker processes, and while they start it
-swaps `sys.modules["__main__"]` for a bare module (restored at once), so that spawn does not
-re-import the parent's `__main__`.
+The engine's one process seam, so not pure: it spawns worker processes (early, on a cold pod:
+`Prestarted`), hands them the run's setup in a temporary file only this user reads, and while
+they start it swaps `sys.modules["__main__"]` for a bare module (restored at once), so that
+spawn does not re-import the parent's `__main__`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
+import os
+import pickle
 import signal
 import sys
+import tempfile
 import threading
 import types
 from collections.abc import Iterator, Mapping, Sequence
@@ -145,8 +151,15 @@ class WorkerSetup:
     own_columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-#: Set once in each worker process by `_start` (the schema is built there once, not per task).
+#: Set once in each worker process by `_start` (the schema is built there once, not per task),
+#: with the setup file it came from.
 _WORKER: list[_Worker] = []
+_WORKER_FROM: list[str] = []
+
+
+def _prepare() -> None:
+    """A worker's start: the engine imported before there is work (see Prestarted)."""
+    import sqlglot.optimizer.qualify  # noqa: F401 - the imports are the point
 
 
 def _start(setup: WorkerSetup) -> None:
@@ -162,6 +175,15 @@ def _start(setup: WorkerSetup) -> None:
             setup.own_columns,
         )
     ]
+
+
+def _set_up_from(path: str) -> _Worker:
+    """This worker's setup for the run whose setup file is `path` (read once per worker)."""
+    if [path] != _WORKER_FROM:
+        with open(path, "rb") as f:
+            _start(pickle.load(f))  # noqa: S301 - this run's own file, 0600
+        _WORKER_FROM[:] = [path]
+    return _WORKER[0]
 
 
 def _bounded(worker: _Worker, unique_id: str, sql: str) -> Outcome:
@@ -181,8 +203,8 @@ def _bounded(worker: _Worker, unique_id: str, sql: str) -> Outcome:
         return f"analysis took longer than {worker.timeout:g} s (given up)"
 
 
-def _run_chunk(jobs: list[tuple[str, str]]) -> list[tuple[str, Outcome]]:
-    worker = _WORKER[0]
+def _run_chunk(path: str, jobs: list[tuple[str, str]]) -> list[tuple[str, Outcome]]:
+    worker = _set_up_from(path)
     return [(uid, _bounded(worker, uid, sql)) for uid, sql in jobs]
 
 
@@ -202,36 +224,66 @@ def _main_not_imported() -> Iterator[None]:
             sys.modules["__main__"] = main
 
 
+class Prestarted:
+    """Worker processes started before their work is known: on a cold pod, while dbt runs or
+    the artifacts are read, so that the run does not wait for their start (spawn, imports).
+    `analyse_parallel` takes them; `close` stops them when it did not."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._pool: Any = None
+
+    def start(self) -> Prestarted:
+        import multiprocessing
+
+        try:
+            with _main_not_imported():
+                self._pool = multiprocessing.get_context("spawn").Pool(self.workers, _prepare)
+        except OSError as e:
+            logger.debug("lineage worker processes unavailable (%s)", e)
+        return self
+
+    def take(self) -> Any:
+        pool, self._pool = self._pool, None
+        return pool
+
+    def close(self) -> None:
+        pool = self.take()
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+
+
 def analyse_parallel(
-    jobs: list[tuple[str, str]], *, setup: WorkerSetup, workers: int
+    jobs: list[tuple[str, str]],
+    *,
+    setup: WorkerSetup,
+    workers: int,
+    started: Prestarted | None = None,
 ) -> dict[str, Outcome]:
-    """(unique_id, sql) jobs analysed in spawned worker processes; {} when no pool can start.
+    """(unique_id, sql) jobs analysed in spawned worker processes (`started` ones if given);
+    {} when no pool can start.
 
     Every job gets an outcome. When no chunk finishes for `CHUNK * timeout + SLACK` seconds
     (plus STARTUP for the first) the workers are stopped and the unfinished models are opaque.
+    The setup goes to the workers as a file of this run's (0600), each reading it once.
     """
     import multiprocessing
 
     chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
-    context = multiprocessing.get_context("spawn")  # never fork a process that ran dbt's threads
-    initargs = (
-        replace(
-            setup,
-            tables=dict(setup.tables),
-            case=dict(setup.case),
-            own_columns=dict(setup.own_columns),
-        ),
-    )
+    pool = started.take() if started is not None else None
     try:
-        with _main_not_imported():
-            pool = context.Pool(min(workers, len(chunks)), _start, initargs)
+        if pool is None:
+            with _main_not_imported():
+                context = multiprocessing.get_context("spawn")  # never fork after dbt's threads
+                pool = context.Pool(min(workers, len(chunks)), _prepare)
     except OSError as e:  # e.g. no importable __main__ (embedded Python), no semaphores
         logger.debug("lineage worker processes unavailable (%s); analysing serially", e)
         return {}
     patience = CHUNK * setup.timeout + SLACK
     done: dict[str, Outcome] = {}
-    with pool:  # leaving terminates the workers, a hung one included
-        results = pool.imap_unordered(_run_chunk, chunks)
+    with pool, _setup_file(setup) as path:  # leaving terminates the workers, a hung one too
+        results = pool.imap_unordered(functools.partial(_run_chunk, path), chunks)
         for number in range(len(chunks)):
             try:
                 done.update(results.next(timeout=patience + (0 if number else STARTUP)))
@@ -242,3 +294,25 @@ def analyse_parallel(
                 logger.debug("a lineage worker task failed: %r", e)
     stopped = f"analysis did not finish (its worker failed or hung for {patience:g} s)"
     return {uid: done.get(uid, stopped) for uid, _ in jobs}
+
+
+@contextmanager
+def _setup_file(setup: WorkerSetup) -> Iterator[str]:
+    """The setup pickled into a file only this user reads, removed afterwards."""
+    fd, path = tempfile.mkstemp(prefix="dbt-oml-lineage-", suffix=".pickle")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(
+                replace(
+                    setup,
+                    tables=dict(setup.tables),
+                    case=dict(setup.case),
+                    own_columns=dict(setup.own_columns),
+                ),
+                f,
+                protocol=pickle.HIGHEST_PROTOCOL,
+            )
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)

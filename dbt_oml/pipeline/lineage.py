@@ -10,7 +10,8 @@ from __future__ import annotations
 import csv
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from dbt_oml.artifacts import (
 from dbt_oml.config import Settings
 from dbt_oml.lineage.batch import (
     ANALYSED_TYPES,
+    PARALLEL_THRESHOLD,
     ColumnLookup,
     LineageCache,
     analyse_models,
@@ -29,6 +31,7 @@ from dbt_oml.lineage.batch import (
 from dbt_oml.lineage.cache import DiskCache
 from dbt_oml.lineage.graph import ColumnGraph, build_graph
 from dbt_oml.lineage.model import ModelLineage
+from dbt_oml.lineage.workers import Prestarted
 from dbt_oml.pipeline.report import Report
 from dbt_oml.pipeline.state_files import STATE_DIR
 from dbt_oml.stores import shared_store
@@ -84,6 +87,43 @@ class NodeLineage(dict[str, ModelLineage]):
         return self.cache
 
 
+def prestart(settings: Settings, manifest: Manifest, target_path: Path) -> Prestarted | None:
+    """Lineage worker processes started now, when the run will analyse enough models to use
+    them: a large project, nothing in this pod's cache, no shared one (a cold pod). They start
+    (spawn, imports) while dbt runs or the artifacts are read; the caller closes them."""
+    workers = min(os.cpu_count() or 1, 8)
+    if workers == 1 or not settings.lineage.column_lineage or settings.lineage.shared_cache:
+        return None
+    models = sum(
+        1
+        for n in manifest.nodes.values()
+        if n.resource_type in ANALYSED_TYPES and n.materialized != "ephemeral"
+    )
+    if models < PARALLEL_THRESHOLD or not lineage_cache(target_path).empty():
+        return None
+    return Prestarted(workers).start()
+
+
+@contextmanager
+def closing_workers(started: Prestarted | None) -> Iterator[None]:
+    """Stop `prestart`'s workers when the block ends, used or not."""
+    try:
+        yield
+    finally:
+        if started is not None:
+            started.close()
+
+
+@contextmanager
+def prestarted(
+    settings: Settings, manifest: Manifest, target_path: Path
+) -> Iterator[Prestarted | None]:
+    """`prestart`'s workers for the block (they start while it sets up, say, the transport)."""
+    started = prestart(settings, manifest, target_path)
+    with closing_workers(started):
+        yield started
+
+
 def prune_cache(cache: DiskCache, artifacts: RunArtifacts, wanted: set[str]) -> None:
     """Drop the cache entries this run did not use: all of them when every model of the manifest
     was analysed; else the least recently used beyond a bound (the other models' entries stay)."""
@@ -115,7 +155,7 @@ class ProjectPlace:
     default_catalog: str | None
 
 
-def column_lineage_for(
+def column_lineage_for(  # noqa: PLR0913 - keyword-only, each optional part of a run
     settings: Settings,
     artifacts: RunArtifacts,
     *,
@@ -125,16 +165,16 @@ def column_lineage_for(
     extra: ColumnLookup | None = None,
     known: Mapping[str, ModelLineage] | None = None,
     guard: bool = True,
+    started: Prestarted | None = None,
 ) -> dict[str, ModelLineage]:
     """Column lineage of the models that completed, recording the opaque ones in the report.
 
     `guard`: the events may reach OpenMetadata, so a run where none of the models has column
     lineage is refused (`report.refused`); off for a file or the console, which replace nothing.
-
     `known`: models already analysed in this run (plugin mode, as each node finished); they and
     the ones already reported opaque are not analysed again. A NodeLineage brings the cache its
     analyses used, so pruning keeps their entries (any other mapping: nothing is pruned when
-    every model is known, as nothing of this cache was looked up).
+    every model is known, as nothing of this cache was looked up). `started`: `prestart`'s.
     """
     if not settings.lineage.column_lineage or artifacts.run_results is None:
         return {}
@@ -167,6 +207,7 @@ def column_lineage_for(
         workers=min(os.cpu_count() or 1, 8),
         progress=progress,
         extra=extra,
+        started=started,
     )
     if shared is not None or not done:  # else entries used elsewhere are unknown here: kept
         prune_cache(cache, artifacts, wanted)

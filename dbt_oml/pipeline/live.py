@@ -23,6 +23,7 @@ from dbt_oml.errors import ArtifactError, ConfigError, DbtOmlError
 from dbt_oml.events.invocation_events import iter_events
 from dbt_oml.events.node_events import BUILD_COMMANDS, EventBuilder
 from dbt_oml.lineage.model import ModelLineage
+from dbt_oml.lineage.workers import Prestarted
 from dbt_oml.namespaces import override_error
 from dbt_oml.pipeline.catalog import (
     CATALOG_COMMANDS,
@@ -31,7 +32,12 @@ from dbt_oml.pipeline.catalog import (
     catalog_phase,
     wrote_run_results,
 )
-from dbt_oml.pipeline.lineage import ProjectPlace, column_lineage_for
+from dbt_oml.pipeline.lineage import (
+    ProjectPlace,
+    closing_workers,
+    column_lineage_for,
+    prestart,
+)
 from dbt_oml.pipeline.memory import quiet_gc
 from dbt_oml.pipeline.outbox import keep_durably, outbox_path
 from dbt_oml.pipeline.report import Progress, Report, phase
@@ -70,6 +76,7 @@ class LiveEmitter:
         self.node_lineage: Mapping[str, ModelLineage] = {}  # plugin mode: lineage already made
         self.live_catalog: tuple[Catalog | None, str | None] | None = None
         self.catalog_written = False  # catalog.json written as the build ended (dbt.catalog_file)
+        self.started: Prestarted | None = None  # lineage workers started while dbt runs
         self.held: list[RunEvent] | None = None  # until the manifest confirms an override
         self.refusal: ConfigError | None = None  # an override names no catalog: nothing is sent
 
@@ -175,6 +182,8 @@ class LiveEmitter:
         builder.manifest = manifest
         if self.held is not None:
             self.settle(manifest)
+        if self.started is None and context.command in BUILD_COMMANDS and not self.node_lineage:
+            self.started = prestart(self.settings, manifest, context.target_path)
 
     def _send(self, event: RunEvent) -> None:
         _, _, delivery = self.wired()
@@ -231,14 +240,15 @@ def build(
             report.problems.append(str(e))
             error = error or str(e)
     try:
-        finish(
-            live,
-            artifacts,
-            node_starts=invocation.node_starts,
-            ended_at=invocation.ended_at,
-            error=error,
-            progress=progress,
-        )
+        with closing_workers(live.started):  # the lineage workers of a cold pod, used or not
+            finish(
+                live,
+                artifacts,
+                node_starts=invocation.node_starts,
+                ended_at=invocation.ended_at,
+                error=error,
+                progress=progress,
+            )
         if settings.lineage.explorer and artifacts is not None and not settings.emit.dry_run:
             phase(progress, "the lineage explorer page")
             _write_explorer(settings, ctx, artifacts, report)
@@ -367,6 +377,7 @@ def _terminal_events(
         extra=catalog_lookup(delivery.emitter, builder),
         known=live.node_lineage,
         guard=reaches_openmetadata(delivery.emitter),
+        started=live.started,
     )
     events = iter_events(
         artifacts,

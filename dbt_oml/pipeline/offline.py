@@ -27,6 +27,7 @@ from dbt_oml.pipeline.lineage import (
     ProjectPlace,
     column_lineage_for,
     lineage_cache,
+    prestarted,
     project_graph,
 )
 from dbt_oml.pipeline.memory import quiet_gc
@@ -141,16 +142,18 @@ def _emit(
         raise error
     if announce is not None:
         announce()
-    emitter, report.destination = make_emitter(settings, project.target_path, redactor)
-    phase(progress, "column lineage")
-    lineage = column_lineage_for(
-        settings,
-        artifacts,
-        place=_place(project),
-        report=report,
-        progress=progress.advance if progress is not None else None,
-        guard=reaches_openmetadata(emitter),
-    )
+    with prestarted(settings, artifacts.manifest, project.target_path) as started:
+        emitter, report.destination = make_emitter(settings, project.target_path, redactor)
+        phase(progress, "column lineage")
+        lineage = column_lineage_for(
+            settings,
+            artifacts,
+            place=_place(project),
+            report=report,
+            progress=progress.advance if progress is not None else None,
+            guard=reaches_openmetadata(emitter),
+            started=started,
+        )
     phase(progress, f"events to {report.destination}")
     events = iter_events(
         artifacts,

@@ -112,3 +112,29 @@ def test_a_worker_deaf_to_its_alarm_is_stopped(
 ) -> None:
     opaque = _hung(mini_target, monkeypatch, hang_deaf_when_marked)
     assert opaque[VICTIM].startswith("analysis did not finish (its worker failed or hung")
+
+
+def test_prestarted_workers_give_the_answers_of_new_ones_and_leave_nothing(
+    mini_target: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A cold pod's workers, started before the work was known (issue 31), analyse as workers
+    started for the work do; their setup file goes with the run, and closing stops them."""
+    import tempfile
+
+    monkeypatch.setattr(lineage_batch, "PARALLEL_THRESHOLD", 1)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    arts = read_artifacts(mini_target)
+    fresh = analyse_models(arts, wanted=MODELS, dialect="duckdb", workers=2)
+    started = lineage_workers.Prestarted(2).start()
+    early = analyse_models(arts, wanted=MODELS, dialect="duckdb", workers=2, started=started)
+    assert early.models == fresh.models
+    assert early.opaque == fresh.opaque
+    assert started.take() is None  # taken by the run, and stopped when it ended
+    assert list(scratch.iterdir()) == []
+
+    unused = lineage_workers.Prestarted(2).start()
+    processes = list(unused._pool._pool)  # the processes themselves
+    unused.close()
+    assert [p.is_alive() for p in processes] == [False, False]
