@@ -121,8 +121,14 @@ def resolve_project(options: ProjectOptions) -> ResolvedProject:
         project_dir if (project_dir / "profiles.yml").is_file() else Path.home() / ".dbt"
     )
     _check_profiles_dir(profiles)
+    return quick_resolved(options, profiles) or dbt_resolved(options, profiles)
+
+
+def quick_resolved(options: ProjectOptions, profiles: Path) -> ResolvedProject | None:
+    """resolve_project for a plain DuckDB target without dbt's loaders (dbt.quick_project), or
+    None when only they can say."""
     quick = quick_target(
-        project_dir,
+        options.project_dir,
         profiles,
         profile=options.profile,
         target=options.target,
@@ -131,11 +137,11 @@ def resolve_project(options: ProjectOptions) -> ResolvedProject:
         environ=options.environ,
     )
     if quick is None:
-        return dbt_resolved(options, profiles)
+        return None
     return ResolvedProject(
         project_name=quick.project_name,
         project_version=quick.project_version,
-        project_dir=project_dir,
+        project_dir=options.project_dir,
         profile_name=quick.profile_name,
         target_name=quick.target_name,
         target_path=quick.target_path,

@@ -13,8 +13,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dbt_oml.dbt.project import ProjectOptions, ResolvedProject, dbt_resolved, resolve_project
-from dbt_oml.dbt.quick_project import quick_target
+from dbt_oml.dbt.project import ProjectOptions, ResolvedProject, dbt_resolved, quick_resolved
 from dbt_oml.errors import DbtOmlError
 
 BUNDLED = Path(__file__).resolve().parents[2] / "integration_project"
@@ -22,16 +21,7 @@ BUNDLED = Path(__file__).resolve().parents[2] / "integration_project"
 
 def _both(options: ProjectOptions, profiles: Path) -> tuple[ResolvedProject | None, Any]:
     """(the quick answer, dbt's answer or the exception dbt raised)."""
-    found = quick_target(
-        options.project_dir,
-        profiles,
-        profile=options.profile,
-        target=options.target,
-        target_path=options.target_path,
-        cli_vars=options.cli_vars,
-        environ=options.environ,
-    )
-    quick = None if found is None else resolve_project(options)  # which takes the quick path
+    quick = quick_resolved(options, profiles)
     try:
         slow: Any = dbt_resolved(options, profiles)
     except (DbtOmlError, Exception) as e:  # noqa: BLE001 - dbt's refusal is an answer here
