@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -124,6 +125,66 @@ def prestarted(
         yield started
 
 
+class EarlyLineage:
+    """A whole build's models analysed in the background from the warehouse's columns, while
+    dbt writes catalog.json at the build's end (issue 31 item 3), with `prestart`'s workers.
+
+    The analyses only fill the cache the end of the run reads (`known` brings it), under the keys
+    the end computes itself from catalog.json: a model whose columns the catalog gave otherwise
+    is analysed again there, never taken from here.
+    """
+
+    def __init__(
+        self, settings: Settings, artifacts: RunArtifacts, place: ProjectPlace, started: Prestarted
+    ) -> None:
+        self.known = NodeLineage()
+        self.known.cache = lineage_cache(
+            place.target_path, settings, project=artifacts.manifest.project_name
+        )
+        self._thread = threading.Thread(
+            target=self._analyse,
+            args=(artifacts, place, started),
+            name="dbt-oml-early-lineage",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def _analyse(self, artifacts: RunArtifacts, place: ProjectPlace, started: Prestarted) -> None:
+        try:
+            found = analyse_models(
+                artifacts,
+                wanted=_completed_models(artifacts),
+                dialect=place.dialect,
+                default_catalog=place.default_catalog,
+                seed_headers=seed_headers(artifacts.manifest, place.project_root),
+                cache=self.known.cache,
+                workers=min(os.cpu_count() or 1, 8),
+                started=started,
+            )
+            logger.debug("column lineage: %d models analysed as the build ended", found.analysed)
+        except Exception:  # the end of the run analyses what is missing here
+            logger.debug("early column lineage failed", exc_info=True)
+        finally:
+            started.close()  # unused (too few independent models): stopped
+
+    def join(self) -> NodeLineage:
+        self._thread.join()
+        return self.known
+
+
+def _completed_models(artifacts: RunArtifacts) -> set[str]:
+    """The analysed kinds of node that completed in this run."""
+    nodes = artifacts.manifest.nodes
+    results = artifacts.run_results.results if artifacts.run_results else ()
+    return {
+        r.unique_id
+        for r in results
+        if r.status == "success"
+        and r.unique_id in nodes
+        and nodes[r.unique_id].resource_type in ANALYSED_TYPES
+    }
+
+
 def prune_cache(cache: DiskCache, artifacts: RunArtifacts, wanted: set[str]) -> None:
     """Drop the cache entries this run did not use: all of them when every model of the manifest
     was analysed; else the least recently used beyond a bound (the other models' entries stay)."""
@@ -178,14 +239,7 @@ def column_lineage_for(  # noqa: PLR0913 - keyword-only, each optional part of a
     """
     if not settings.lineage.column_lineage or artifacts.run_results is None:
         return {}
-    nodes = artifacts.manifest.nodes
-    wanted = {
-        r.unique_id
-        for r in artifacts.run_results.results
-        if r.status == "success"
-        and r.unique_id in nodes
-        and nodes[r.unique_id].resource_type in ANALYSED_TYPES
-    }
+    wanted = _completed_models(artifacts)
     if not wanted:
         return {}
     done = {uid: lin for uid, lin in (known or {}).items() if uid in wanted}

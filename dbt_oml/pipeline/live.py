@@ -13,7 +13,7 @@ from pathlib import Path
 
 from openlineage.client.event_v2 import RunEvent, RunState
 
-from dbt_oml.artifacts import Catalog, Manifest, RunArtifacts, read_manifest
+from dbt_oml.artifacts import Catalog, Manifest, RunArtifacts, read_manifest, read_run_results
 from dbt_oml.config import Settings, plan_settings
 from dbt_oml.dbt.catalog_file import write_catalog
 from dbt_oml.dbt.relation_columns import live_catalog
@@ -33,6 +33,7 @@ from dbt_oml.pipeline.catalog import (
     wrote_run_results,
 )
 from dbt_oml.pipeline.lineage import (
+    EarlyLineage,
     ProjectPlace,
     closing_workers,
     column_lineage_for,
@@ -60,8 +61,16 @@ class LiveEmitter:
     """The dbt listener of `dbt-oml build`: sends the START events while dbt runs."""
 
     def __init__(
-        self, settings: Settings, *, cwd: Path, report: Report, redactor: Redactor
+        self,
+        settings: Settings,
+        *,
+        cwd: Path,
+        report: Report,
+        redactor: Redactor,
+        prestart: bool = False,
     ) -> None:
+        """`prestart`: start the lineage workers of a cold pod while dbt runs (`dbt-oml
+        build`, which closes them; not the plugin)."""
         self.settings = settings
         self.cwd = cwd
         self.report = report
@@ -77,6 +86,8 @@ class LiveEmitter:
         self.live_catalog: tuple[Catalog | None, str | None] | None = None
         self.catalog_written = False  # catalog.json written as the build ended (dbt.catalog_file)
         self.started: Prestarted | None = None  # lineage workers started while dbt runs
+        self.prestart = prestart
+        self.early: EarlyLineage | None = None
         self.held: list[RunEvent] | None = None  # until the manifest confirms an override
         self.refusal: ConfigError | None = None  # an override names no catalog: nothing is sent
 
@@ -148,6 +159,7 @@ class LiveEmitter:
             return
         if self.settings.dbt.docs_generate and context.command in CATALOG_COMMANDS:
             if compiled_everything(context):  # what `docs generate --no-compile` would write
+                self._lineage_early(context)  # in the background, while the catalog is written
                 problem = write_catalog(context.target_path)
                 self.catalog_written = problem is None
                 if problem is not None:
@@ -155,6 +167,22 @@ class LiveEmitter:
             return  # else catalog.json comes from `dbt docs generate`
         manifest = read_manifest(context.target_path / "manifest.json")
         self.live_catalog = live_catalog(manifest, now=datetime.now(timezone.utc))
+
+    def _lineage_early(self, context: DbtContext) -> None:
+        """A cold pod's models analysed from the warehouse's columns while dbt writes the
+        catalog (pipeline.lineage.EarlyLineage); the workers go with them."""
+        started, self.started = self.started, None
+        if started is None:
+            return
+        try:
+            manifest = read_manifest(context.target_path / "manifest.json")
+            results = read_run_results(context.target_path / "run_results.json")
+        except ArtifactError:
+            started.close()
+            return
+        catalog, _ = live_catalog(manifest, now=datetime.now(timezone.utc))
+        artifacts = RunArtifacts(manifest=manifest, run_results=results, catalog=catalog)
+        self.early = EarlyLineage(self.settings, artifacts, place_of(context), started)
 
     def wired(self) -> tuple[DbtContext, EventBuilder, Delivery]:
         """The context, builder and delivery that on_invocation set up.
@@ -182,7 +210,7 @@ class LiveEmitter:
         builder.manifest = manifest
         if self.held is not None:
             self.settle(manifest)
-        if self.started is None and context.command in BUILD_COMMANDS and not self.node_lineage:
+        if self.prestart and self.started is None and context.command in BUILD_COMMANDS:
             self.started = prestart(self.settings, manifest, context.target_path)
 
     def _send(self, event: RunEvent) -> None:
@@ -217,7 +245,7 @@ def build(
     check_transport(settings)  # a typo in the transport must not cost a two-hour build
     if announce is not None:
         announce()
-    live = LiveEmitter(settings, cwd=cwd, report=report, redactor=redactor)
+    live = LiveEmitter(settings, cwd=cwd, report=report, redactor=redactor, prestart=True)
     with suppressed():  # the dbt plugin stays inert inside dbt-oml's own dbt runs
         invocation = run_dbt(dbt_args, live, at_end=live.columns_at_end)
         report.dbt_return_code = invocation.return_code
@@ -366,16 +394,11 @@ def _terminal_events(
     lineage = column_lineage_for(
         settings,
         artifacts,
-        place=ProjectPlace(
-            project_root=ctx.project_root,
-            target_path=ctx.target_path,
-            dialect=ctx.adapter_type,
-            default_catalog=ctx.catalogs[0].alias if ctx.catalogs else None,
-        ),
+        place=place_of(ctx),
         report=report,
         progress=progress.advance if progress is not None else None,
         extra=catalog_lookup(delivery.emitter, builder),
-        known=live.node_lineage,
+        known=live.early.join() if live.early is not None else live.node_lineage,
         guard=reaches_openmetadata(delivery.emitter),
         started=live.started,
     )
@@ -400,6 +423,16 @@ def _terminal_events(
     for last in [*_aborts(builder, artifacts, live.sent_starts, node_starts), held]:
         if last is not None:
             _send_terminal(live, last)
+
+
+def place_of(ctx: DbtContext) -> ProjectPlace:
+    """Where the run's project makes its lineage."""
+    return ProjectPlace(
+        project_root=ctx.project_root,
+        target_path=ctx.target_path,
+        dialect=ctx.adapter_type,
+        default_catalog=ctx.catalogs[0].alias if ctx.catalogs else None,
+    )
 
 
 def _send_terminal(live: LiveEmitter, event: RunEvent) -> None:

@@ -1,0 +1,71 @@
+"""A cold pod's `dbt-oml build` of a large project (issue 31 item 3): the models are analysed in
+the background while dbt writes catalog.json, and the events carry the column lineage a fresh
+analysis of the catalog gives (`dbt-oml emit` on a copy without the cache)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.integration
+#: Enough models for the lineage workers (lineage.batch.PARALLEL_THRESHOLD is 200).
+MODELS = 210
+
+
+def _project(root: Path) -> Path:
+    import duckdb
+
+    root.mkdir()
+    with duckdb.connect(str(root / "raw.duckdb")) as con:
+        con.execute("create table t (id integer, a varchar, b double, c date)")
+    (root / "dbt_project.yml").write_text(
+        "name: early\nversion: '1.0'\nconfig-version: 2\nprofile: early\n"
+        "models:\n  early:\n    +materialized: view\n"
+    )
+    (root / "profiles.yml").write_text(
+        "early:\n  target: local\n  outputs:\n    local:\n      type: duckdb\n"
+        "      path: warehouse.duckdb\n      threads: 2\n      attach:\n"
+        "        - path: raw.duckdb\n          alias: raw\n"
+    )
+    models = root / "models"
+    models.mkdir()
+    (models / "sources.yml").write_text(
+        "version: 2\nsources:\n  - name: raw\n    database: raw\n    schema: main\n"
+        "    tables:\n      - name: t\n"
+    )
+    for i in range(MODELS):
+        body = (
+            "select id, a || 'x' as a, b * 2 as b, c from {{ source('raw', 't') }}"
+            if i % 3
+            else "select * from {{ source('raw', 't') }} where id > " + str(i)
+        )
+        (models / f"m_{i:03d}.sql").write_text(body)
+    return root
+
+
+def _lineage(events: list[dict[str, Any]], project: Path) -> dict[str, Any]:
+    return {
+        o["name"]: o["facets"]["columnLineage"]["fields"]
+        for e in events
+        for o in e.get("outputs", [])
+        if "columnLineage" in o.get("facets", {})
+    }
+
+
+def test_a_cold_large_build_analyses_as_dbt_writes_the_catalog(tmp_path: Path) -> None:
+    project = _project(tmp_path / "early")
+    build = run_cli(["build", "--profiles-dir", ".", "--oml-log-level", "DEBUG"], cwd=project)
+    assert build.returncode == 0, build.stderr[-3000:]
+    assert f"column lineage: {MODELS} models analysed as the build ended" in build.stderr
+    assert f"column lineage for {MODELS} model(s); 0 opaque" in build.stderr
+    copy = tmp_path / "copy"
+    shutil.copytree(project, copy, ignore=shutil.ignore_patterns("lineage-cache", "logs"))
+    emit = run_cli(["emit", "--profiles-dir", "."], cwd=copy)
+    assert emit.returncode == 0, emit.stderr[-3000:]
+    assert _lineage(build.events, project) == _lineage(emit.events, copy)
+    assert len(_lineage(build.events, project)) == MODELS
