@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import logging
 import os
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -123,53 +122,6 @@ def prestarted(
     started = prestart(settings, manifest, target_path)
     with closing_workers(started):
         yield started
-
-
-class EarlyLineage:
-    """A whole build's models analysed in the background from the warehouse's columns, while
-    dbt writes catalog.json at the build's end (issue 31 item 3), with `prestart`'s workers.
-
-    The analyses only fill the cache the end of the run reads (`known` brings it), under the keys
-    the end computes itself from catalog.json: a model whose columns the catalog gave otherwise
-    is analysed again there, never taken from here.
-    """
-
-    def __init__(
-        self, settings: Settings, artifacts: RunArtifacts, place: ProjectPlace, started: Prestarted
-    ) -> None:
-        self.known = NodeLineage()
-        self.known.cache = lineage_cache(
-            place.target_path, settings, project=artifacts.manifest.project_name
-        )
-        self._thread = threading.Thread(
-            target=self._analyse,
-            args=(artifacts, place, started),
-            name="dbt-oml-early-lineage",
-            daemon=True,
-        )
-        self._thread.start()
-
-    def _analyse(self, artifacts: RunArtifacts, place: ProjectPlace, started: Prestarted) -> None:
-        try:
-            found = analyse_models(
-                artifacts,
-                wanted=_completed_models(artifacts),
-                dialect=place.dialect,
-                default_catalog=place.default_catalog,
-                seed_headers=seed_headers(artifacts.manifest, place.project_root),
-                cache=self.known.cache,
-                workers=min(os.cpu_count() or 1, 8),
-                started=started,
-            )
-            logger.debug("column lineage: %d models analysed as the build ended", found.analysed)
-        except Exception:  # the end of the run analyses what is missing here
-            logger.debug("early column lineage failed", exc_info=True)
-        finally:
-            started.close()  # unused (too few independent models): stopped
-
-    def join(self) -> NodeLineage:
-        self._thread.join()
-        return self.known
 
 
 def _completed_models(artifacts: RunArtifacts) -> set[str]:

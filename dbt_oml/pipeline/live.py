@@ -13,7 +13,7 @@ from pathlib import Path
 
 from openlineage.client.event_v2 import RunEvent, RunState
 
-from dbt_oml.artifacts import Catalog, Manifest, RunArtifacts, read_manifest, read_run_results
+from dbt_oml.artifacts import Catalog, Manifest, RunArtifacts, read_manifest
 from dbt_oml.config import Settings, plan_settings
 from dbt_oml.dbt.catalog_file import write_catalog
 from dbt_oml.dbt.relation_columns import live_catalog
@@ -33,7 +33,6 @@ from dbt_oml.pipeline.catalog import (
     wrote_run_results,
 )
 from dbt_oml.pipeline.lineage import (
-    EarlyLineage,
     ProjectPlace,
     closing_workers,
     column_lineage_for,
@@ -87,7 +86,6 @@ class LiveEmitter:
         self.catalog_written = False  # catalog.json written as the build ended (dbt.catalog_file)
         self.started: Prestarted | None = None  # lineage workers started while dbt runs
         self.prestart = prestart
-        self.early: EarlyLineage | None = None
         self.held: list[RunEvent] | None = None  # until the manifest confirms an override
         self.refusal: ConfigError | None = None  # an override names no catalog: nothing is sent
 
@@ -159,7 +157,6 @@ class LiveEmitter:
             return
         if self.settings.dbt.docs_generate and context.command in CATALOG_COMMANDS:
             if compiled_everything(context):  # what `docs generate --no-compile` would write
-                self._lineage_early(context)  # in the background, while the catalog is written
                 problem = write_catalog(context.target_path)
                 self.catalog_written = problem is None
                 if problem is not None:
@@ -167,22 +164,6 @@ class LiveEmitter:
             return  # else catalog.json comes from `dbt docs generate`
         manifest = read_manifest(context.target_path / "manifest.json")
         self.live_catalog = live_catalog(manifest, now=datetime.now(timezone.utc))
-
-    def _lineage_early(self, context: DbtContext) -> None:
-        """A cold pod's models analysed from the warehouse's columns while dbt writes the
-        catalog (pipeline.lineage.EarlyLineage); the workers go with them."""
-        started, self.started = self.started, None
-        if started is None:
-            return
-        try:
-            manifest = read_manifest(context.target_path / "manifest.json")
-            results = read_run_results(context.target_path / "run_results.json")
-        except ArtifactError:
-            started.close()
-            return
-        catalog, _ = live_catalog(manifest, now=datetime.now(timezone.utc))
-        artifacts = RunArtifacts(manifest=manifest, run_results=results, catalog=catalog)
-        self.early = EarlyLineage(self.settings, artifacts, place_of(context), started)
 
     def wired(self) -> tuple[DbtContext, EventBuilder, Delivery]:
         """The context, builder and delivery that on_invocation set up.
@@ -398,7 +379,7 @@ def _terminal_events(
         report=report,
         progress=progress.advance if progress is not None else None,
         extra=catalog_lookup(delivery.emitter, builder),
-        known=live.early.join() if live.early is not None else live.node_lineage,
+        known=live.node_lineage,
         guard=reaches_openmetadata(delivery.emitter),
         started=live.started,
     )
