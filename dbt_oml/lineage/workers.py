@@ -280,26 +280,38 @@ def analyse_parallel(
     except OSError as e:  # e.g. no importable __main__ (embedded Python), no semaphores
         logger.debug("lineage worker processes unavailable (%s); analysing serially", e)
         return {}
+    path = _setup_file(setup)
+    if path is None:  # no temporary folder to write to: this process analyses them
+        pool.terminate()
+        return {}
     patience = CHUNK * setup.timeout + SLACK
     done: dict[str, Outcome] = {}
-    with pool, _setup_file(setup) as path:  # leaving terminates the workers, a hung one too
-        results = pool.imap_unordered(functools.partial(_run_chunk, path), chunks)
-        for number in range(len(chunks)):
-            try:
-                done.update(results.next(timeout=patience + (0 if number else STARTUP)))
-            except multiprocessing.TimeoutError:
-                logger.warning("column lineage: no worker answered for %g s; stopped", patience)
-                break
-            except Exception as e:  # noqa: BLE001 - a failed task costs its models, not the run
-                logger.debug("a lineage worker task failed: %r", e)
+    try:
+        with pool:  # leaving terminates the workers, a hung one included
+            results = pool.imap_unordered(functools.partial(_run_chunk, path), chunks)
+            for number in range(len(chunks)):
+                try:
+                    done.update(results.next(timeout=patience + (0 if number else STARTUP)))
+                except multiprocessing.TimeoutError:
+                    logger.warning("column lineage: no worker answered for %g s; stopped", patience)
+                    break
+                except Exception as e:  # noqa: BLE001 - a failed task costs its models only
+                    logger.debug("a lineage worker task failed: %r", e)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
     stopped = f"analysis did not finish (its worker failed or hung for {patience:g} s)"
     return {uid: done.get(uid, stopped) for uid, _ in jobs}
 
 
-@contextmanager
-def _setup_file(setup: WorkerSetup) -> Iterator[str]:
-    """The setup pickled into a file only this user reads, removed afterwards."""
-    fd, path = tempfile.mkstemp(prefix="dbt-oml-lineage-", suffix=".pickle")
+def _setup_file(setup: WorkerSetup) -> str | None:
+    """The setup pickled into a file only this user reads (the caller removes it); None, and a
+    debug line, when it cannot be written."""
+    try:
+        fd, path = tempfile.mkstemp(prefix="dbt-oml-lineage-", suffix=".pickle")
+    except OSError as e:
+        logger.debug("no temporary file for the lineage workers (%s); analysing serially", e)
+        return None
     try:
         with os.fdopen(fd, "wb") as f:
             pickle.dump(
@@ -312,7 +324,9 @@ def _setup_file(setup: WorkerSetup) -> Iterator[str]:
                 f,
                 protocol=pickle.HIGHEST_PROTOCOL,
             )
-        yield path
-    finally:
+    except (OSError, pickle.PicklingError, TypeError, AttributeError) as e:
+        logger.debug("the lineage workers' setup was not written (%s); analysing serially", e)
         with contextlib.suppress(OSError):
             os.unlink(path)
+        return None
+    return path

@@ -138,3 +138,19 @@ def test_prestarted_workers_give_the_answers_of_new_ones_and_leave_nothing(
     processes = list(unused._pool._pool)  # the processes themselves
     unused.close()
     assert [p.is_alive() for p in processes] == [False, False]
+
+
+def test_no_temporary_folder_means_this_process_analyses(
+    mini_target: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The workers' setup file cannot be written (a read-only or missing TMPDIR): every model is
+    still analysed, serially, and the run says nothing louder than a debug line."""
+    import tempfile
+
+    monkeypatch.setattr(lineage_batch, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    arts = read_artifacts(mini_target)
+    report = analyse_models(arts, wanted=MODELS, dialect="duckdb", workers=2)
+    serial = analyse_models(arts, wanted=MODELS, dialect="duckdb", workers=1)
+    assert report.models == serial.models
+    assert report.opaque == serial.opaque == {}
