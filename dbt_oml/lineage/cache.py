@@ -154,18 +154,16 @@ class DiskCache:
             self.shared = None
             return failed
 
-    def _unshared(self) -> bool:
-        return self.shared is None
-
     def share(self, *, keep_at_most: int) -> None:
         """Give the shared store what this run used, first in its index, then the entries it
         listed before up to `keep_at_most`; entries it lacks or gave damaged (analysed here) go
         with it. Nothing is written when neither the index nor an entry would change.
         """
-        if self.shared is None or not self.used:
+        store = self.shared
+        if store is None or not self.used:
             return
         before = self._shared_keys()
-        if self._unshared():
+        if self.shared is not store:
             return  # the store failed just now
         used = sorted(self.used)
         rest = [k for k in before if k not in self.used]

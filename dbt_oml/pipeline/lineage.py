@@ -65,7 +65,11 @@ def lineage_cache(
     """The lineage cache of a project's target (the wrapper's, emit's and the plugin's), over
     the shared store `settings` name for the dbt `project`, if any."""
     shared = shared_store(settings, scope=project or "project") if settings else None
-    return DiskCache(target_path / STATE_DIR / "lineage-cache", shared)
+    return DiskCache(_cache_root(target_path), shared)
+
+
+def _cache_root(target_path: Path) -> Path:
+    return target_path / STATE_DIR / "lineage-cache"
 
 
 class NodeLineage(dict[str, ModelLineage]):
@@ -82,7 +86,7 @@ class NodeLineage(dict[str, ModelLineage]):
 
     def cache_for(self, target_path: Path, settings: Settings, *, project: str) -> DiskCache:
         """The cache of `target_path`, one instance for the whole run."""
-        if self.cache is None or self.cache.root != lineage_cache(target_path).root:
+        if self.cache is None or self.cache.root != _cache_root(target_path):
             self.cache = lineage_cache(target_path, settings, project=project)  # reads nothing yet
         return self.cache
 
@@ -94,12 +98,7 @@ def prestart(settings: Settings, manifest: Manifest, target_path: Path) -> Prest
     workers = min(os.cpu_count() or 1, 8)
     if workers == 1 or not settings.lineage.column_lineage or settings.lineage.shared_cache:
         return None
-    models = sum(
-        1
-        for n in manifest.nodes.values()
-        if n.resource_type in ANALYSED_TYPES and n.materialized != "ephemeral"
-    )
-    if models < PARALLEL_THRESHOLD or not lineage_cache(target_path).empty():
+    if len(_analysable(manifest)) < PARALLEL_THRESHOLD or not lineage_cache(target_path).empty():
         return None
     return Prestarted(workers).start()
 
@@ -124,6 +123,15 @@ def prestarted(
         yield started
 
 
+def _analysable(manifest: Manifest) -> set[str]:
+    """The manifest's nodes column lineage is made for (ephemeral models are inlined)."""
+    return {
+        uid
+        for uid, n in manifest.nodes.items()
+        if n.resource_type in ANALYSED_TYPES and n.materialized != "ephemeral"
+    }
+
+
 def _completed_models(artifacts: RunArtifacts) -> set[str]:
     """The analysed kinds of node that completed in this run."""
     nodes = artifacts.manifest.nodes
@@ -140,11 +148,7 @@ def _completed_models(artifacts: RunArtifacts) -> set[str]:
 def prune_cache(cache: DiskCache, artifacts: RunArtifacts, wanted: set[str]) -> None:
     """Drop the cache entries this run did not use: all of them when every model of the manifest
     was analysed; else the least recently used beyond a bound (the other models' entries stay)."""
-    models = [
-        uid
-        for uid, n in artifacts.manifest.nodes.items()
-        if n.resource_type in ANALYSED_TYPES and n.materialized != "ephemeral"
-    ]
+    models = _analysable(artifacts.manifest)
     complete = wanted.issuperset(models)
     cache.share(keep_at_most=CACHE_ENTRIES_PER_MODEL * len(models))
     if cache.from_shared:
@@ -253,11 +257,7 @@ def project_graph(
 
     Shared by `dbt-oml lineage` (and the explorer) and `dbt-oml impact`.
     """
-    wanted = {
-        uid
-        for uid, n in artifacts.manifest.nodes.items()
-        if n.resource_type in ANALYSED_TYPES and n.materialized != "ephemeral"
-    }
+    wanted = _analysable(artifacts.manifest)
     headers = seed_headers(artifacts.manifest, project_dir)
     result = analyse_models(
         artifacts,

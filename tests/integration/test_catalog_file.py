@@ -1,0 +1,85 @@
+"""After `dbt-oml build`, target/ holds what dbt alone would have left, catalog.json included:
+written as a whole build ends from what dbt still holds (dbt.catalog_file), the catalog a plain
+`dbt docs generate` writes; after a partial build by `dbt docs generate`, compiling."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliRun, copy_of_built, run_cli, run_plain_dbt
+
+pytestmark = pytest.mark.integration
+
+
+def test_target_ends_as_the_build_left_it(built: CliRun) -> None:
+    """docs generate's run_results/manifest are kept aside; target/ holds the build's, as dbt
+    alone would have left them (dbt retry, result: selectors and artifact uploads read them)."""
+    results = json.loads((built.target / "run_results.json").read_text())
+    assert results["args"]["which"] == "build"
+    invocation = results["metadata"]["invocation_id"]
+    manifest = json.loads((built.target / "manifest.json").read_text())
+    assert manifest["metadata"]["invocation_id"] == invocation
+    # `docs generate --no-compile` writes neither (dbt-core 1.11); whatever a docs generate does
+    # write over them is kept aside in dbt_oml/docs_generate/ (tests/unit/test_artifacts.py)
+    docs = built.target / "dbt_oml" / "docs_generate"
+    if (docs / "run_results.json").exists():
+        assert json.loads((docs / "run_results.json").read_text())["args"]["which"] == "generate"
+    assert not (built.target / "dbt_oml" / "build").exists()
+    assert not list(built.target.glob("*.build.json"))
+    assert (built.target / "catalog.json").exists()
+
+
+def test_the_catalog_is_the_one_a_compiling_docs_generate_writes(
+    built: CliRun, tmp_path: Path
+) -> None:
+    """dbt-oml's `docs generate --no-compile` (the build compiled what it ran) writes the catalog
+    a plain `dbt docs generate`, which compiles every node first, writes: the same columns and
+    types for every node and source (on a copy, so the build's own logs stay as they were)."""
+    copy = tmp_path / "project"
+    shutil.copytree(built.project, copy, ignore=shutil.ignore_patterns("logs", "target"))
+    plain = run_plain_dbt(
+        ["docs", "generate", "--profiles-dir", ".", "--target-path", "plain"], cwd=copy
+    )
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    ours = json.loads((built.target / "catalog.json").read_text())
+    theirs = json.loads((copy / "plain" / "catalog.json").read_text())
+    assert ours["nodes"] == theirs["nodes"]
+    assert ours["sources"] == theirs["sources"]
+    assert len(ours["nodes"]) > 10
+
+
+def test_a_whole_build_writes_its_catalog_without_a_second_dbt_run(built: CliRun) -> None:
+    """After a build of the whole project the catalog is written as the build ends, from the
+    adapter and manifest dbt still holds (dbt.catalog_file): one dbt invocation, one parse, and
+    what `dbt docs generate` leaves (catalog.json, index.html) is there; the catalog's columns are
+    a plain docs generate's (the test above)."""
+    log = (built.project / "logs" / "dbt.log").read_text()
+    assert log.count("Running with dbt=") == 1
+    assert log.count("Starting full parse") == 1
+    results = json.loads((built.target / "run_results.json").read_text())
+    catalog = json.loads((built.target / "catalog.json").read_text())
+    assert catalog["metadata"]["invocation_id"] == results["metadata"]["invocation_id"]
+    assert catalog["errors"] is None
+    assert (built.target / "index.html").stat().st_size > 1000
+
+
+def test_a_partial_build_still_runs_docs_generate_with_the_builds_parse(
+    built: CliRun, tmp_path: Path
+) -> None:
+    """A --select build compiled only what it ran: `dbt docs generate` (compiling) writes the
+    catalog, with the flags the build got, so dbt's partial parsing holds."""
+    project = copy_of_built(built, tmp_path / "p")
+    (project / "logs").mkdir(exist_ok=True)
+    (project / "logs" / "dbt.log").write_text("")
+    run = run_cli(["build", "--profiles-dir", ".", "--select", "stg_customers"], cwd=project)
+    assert run.returncode == 0, run.stderr[-3000:]
+    log = (project / "logs" / "dbt.log").read_text()
+    assert log.count("Running with dbt=") == 2
+    assert "Starting full parse" not in log
+    assert "config vars, config profile, or config target have changed" not in log
+    docs = project / "target" / "dbt_oml" / "docs_generate" / "run_results.json"
+    assert json.loads(docs.read_text())["args"]["which"] == "generate"
