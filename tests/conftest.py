@@ -112,13 +112,41 @@ class CliRun:
     target: Path
 
 
+#: Listening ports come from below the kernel's ephemeral range (32768-60999 on Linux): a port
+#: released there can become the source port of any outgoing connection (a test's HTTP or NATS
+#: client) before the server that was meant to bind it starts, and a nats-server that loses its
+#: route port that way says "Server is ready" and then dies. Each pytest-xdist worker draws from
+#: its own block, so two workers never hand out the same port either.
+_PORT_BLOCK, _PORT_BASE, _PORT_WORKERS = 1500, 17000, 10
+
+
+def _ports() -> Iterator[int]:
+    import random
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    low = _PORT_BASE + (int(worker or 0) % _PORT_WORKERS) * _PORT_BLOCK
+    start = random.randrange(_PORT_BLOCK)  # another session on this machine starts elsewhere
+    for i in range(_PORT_BLOCK):
+        yield low + (start + i) % _PORT_BLOCK
+
+
+#: The ports this process has yet to hand out (made on first use).
+PORTS: dict[str, Iterator[int]] = {}
+
+
 def free_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
+    """A loopback port nothing listens on (bound, then released), never handed out twice by
+    this process and outside the ephemeral range (see _PORT_BLOCK)."""
     import socket
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    for port in PORTS.setdefault("next", _ports()):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use, or a connection to it lingers in TIME_WAIT
+            return port
+    raise RuntimeError(f"no free port left in this worker's block of {_PORT_BLOCK}")
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -119,17 +119,27 @@ class NatsServer:
         assert self.log is not None
         self.log.wait_for("Server is ready", timeout=timeout)
         if self.cluster:
+            # a node that cannot bind its route port says it is ready, then dies: wait for the
+            # route listener too, so that a lost port fails here, with the server's own words
+            self.log.wait_for("Listening for route connections", timeout=timeout)
 
             async def answers(js: Any) -> bool:
                 await js.account_info()
                 return True
 
             wait_for_value(
-                lambda: js_call(self.url, answers, timeout=PROBE_TIMEOUT),
+                lambda: js_call(self.alive_url(), answers, timeout=PROBE_TIMEOUT),
                 f"{self.name}'s JetStream",
                 timeout=timeout,
             )
         return self
+
+    def alive_url(self) -> str:
+        """The URL, or a failure with the server's last lines when its process has exited."""
+        if not self.running:
+            tail = self.log.text[-3000:] if self.log else ""
+            pytest.fail(f"nats-server {self.name or self.port} exited:\n{tail}")
+        return self.url
 
     def start(self) -> NatsServer:
         self.launch()

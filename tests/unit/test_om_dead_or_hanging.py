@@ -24,16 +24,14 @@ from dbt_oml.om.auth import BasicLogin, OAuth2ClientCredentials
 from dbt_oml.om.client import MIN_TIMEOUT, OpenMetadataClient
 from dbt_oml.om.retry import UNREACHABLE_RETRIES
 from dbt_oml.transports.openmetadata import OpenMetadataConfig, OpenMetadataTransport
+from tests.conftest import free_port
 from tests.support.om_transport import FakeTime, sample_event
 
 
 @pytest.fixture
 def refused() -> str:
     """A loopback URL nothing listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 @pytest.fixture
