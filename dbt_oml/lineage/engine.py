@@ -23,6 +23,7 @@ from dbt_oml.lineage.colsets import Context
 from dbt_oml.lineage.expand import expand_sets, may_hold_sets
 from dbt_oml.lineage.quiet import sqlglot_quiet
 from dbt_oml.lineage.resolve import resolve_names
+from dbt_oml.lineage.spelling import Spelling
 from dbt_oml.lineage.survey import needs_resolution, survey, unqualify_file_scans
 from dbt_oml.lineage.types import (
     ColumnEdge,
@@ -69,8 +70,8 @@ def column_lineage(
     own_columns: Sequence[str],
 ) -> ModelLineage:
     """lineage.model.column_lineage, done (arguments and errors as there)."""
-    if own_columns:  # its own columns as the catalog spells them
-        case = {**(case or {}), **{c.lower(): c for c in own_columns}}
+    own = {c.lower(): c for c in own_columns}  # its own columns as the catalog spells them
+    case = Spelling(case or {}, own) if own else case or {}
     lowered = sql.lower()
     with sqlglot_quiet():  # what the engine cannot do is the LineageError's reason, said once
         statement = _parse_one(sql, dialect=dialect, unique_id=unique_id)
@@ -81,11 +82,11 @@ def column_lineage(
                     dialect=dialect,
                     catalog=default_catalog,
                     db=default_schema,
-                    case=case or {},
+                    case=case,
                     own_columns=own_columns,
                 )
                 statement = expand_sets(statement, context)
-                case = {**context.case, **context.made, **{c.lower(): c for c in own_columns}}
+                case = Spelling(context.case, context.made, own)
             original = [p.alias_or_name for p in _projections(statement)]
             qualified = _qualify(
                 statement,
@@ -95,7 +96,7 @@ def column_lineage(
                 default_schema=default_schema,
                 own_columns=own_columns,
             )
-            return _trace(qualified, original, case=case or {}, dialect=dialect, lowered=lowered)
+            return _trace(qualified, original, case=case, dialect=dialect, lowered=lowered)
         except OpaqueError as e:
             raise LineageError(unique_id=unique_id, reason=str(e)) from None
         except SqlglotError as e:

@@ -27,7 +27,9 @@ def test_build_says_each_phase_after_dbt_in_order(built: CliRun) -> None:
     assert built.returncode == 0, built.stderr[-3000:]
     # a whole build wrote catalog.json as it ended: no docs generate to wait for
     assert _phases(built.stderr) == list(PHASES[1:])
-    assert _phase_lines(built.stderr)[-1].startswith(f"events to {built.target / 'openlineage' / 'events.jsonl'}")
+    assert _phase_lines(built.stderr)[-1].startswith(
+        f"events to {built.target / 'openlineage' / 'events.jsonl'}"
+    )
 
 
 def test_emit_says_its_phases_and_quiet_says_none(built: CliRun, tmp_path: Path) -> None:
