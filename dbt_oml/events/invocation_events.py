@@ -15,9 +15,8 @@ from openlineage.client.event_v2 import RunEvent
 
 from dbt_oml.artifacts import RunArtifacts
 from dbt_oml.events.invocation import EventSettings, Invocation
-from dbt_oml.events.node_events import BUILD_COMMANDS, EventBuilder
+from dbt_oml.events.node_events import BUILD_COMMANDS, EventBuilder, Lineages
 from dbt_oml.events.quality import per_test_events, skipped_tests, test_events
-from dbt_oml.lineage.model import ModelLineage
 from dbt_oml.namespaces import Namespaces
 from dbt_oml.times import format_time
 
@@ -31,7 +30,7 @@ def build_events(
     node_starts: Mapping[str, datetime] | None = None,
     ended_at: datetime | None = None,
     error: str | None = None,
-    lineage: Mapping[str, ModelLineage] | None = None,
+    lineage: Lineages | None = None,
 ) -> list[RunEvent]:
     """Every event of an invocation, in time order: the parent START first, its end last.
 
@@ -69,7 +68,7 @@ def iter_events(
     node_starts: Mapping[str, datetime] | None = None,
     ended_at: datetime | None = None,
     error: str | None = None,
-    lineage: Mapping[str, ModelLineage] | None = None,
+    lineage: Lineages | None = None,
 ) -> Iterator[RunEvent]:
     """`build_events`, one event at a time: each node event is built only when it is next, so a
     caller that sends as it goes holds one event, not a run's worth (arguments as there)."""

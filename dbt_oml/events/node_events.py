@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol
 
 from openlineage.client.event_v2 import InputDataset, OutputDataset, RunEvent, RunState
 from openlineage.client.facet_v2 import DatasetFacet, JobFacet, RunFacet
@@ -30,6 +31,13 @@ _TERMINAL: Mapping[str, RunState] = {"success": RunState.COMPLETE, "no-op": RunS
 _FAILED = frozenset({"error", "fail", "runtime error", "partial success"})
 
 
+class Lineages(Protocol):
+    """Column lineage by model unique_id: a mapping, or lineage still arriving (a feed whose
+    `get` waits for that model)."""
+
+    def get(self, unique_id: str, /) -> ModelLineage | None: ...
+
+
 @dataclass(slots=True)
 class EventBuilder(DatasetsMixin, RunsMixin):
     """Builds the events of one invocation; holds the artifacts it enriches them from."""
@@ -39,7 +47,7 @@ class EventBuilder(DatasetsMixin, RunsMixin):
     settings: EventSettings
     manifest: Manifest
     catalog: Catalog | None = None
-    lineage: Mapping[str, ModelLineage] = field(default_factory=dict)
+    lineage: Lineages = field(default_factory=dict[str, ModelLineage])
     _columns: dict[str, tuple[Column, ...]] = field(default_factory=dict)
     _relations: dict[RelationKey, Node] | None = None
     #: per node: its dataset facets (built once, shared by every event naming the dataset; a

@@ -94,6 +94,23 @@ def _order(artifacts: RunArtifacts, wanted: set[str]) -> list[Node]:
     return out
 
 
+def _independent(artifacts: RunArtifacts, todo: list[_Job], tables: _Tables) -> list[_Job]:
+    """The jobs whose upstream columns are all known up front (for the workers), in the order
+    the run's events will ask for them."""
+    ready = (t for t in todo if all(p in tables.known for p in _relations(artifacts, t[0])))
+    return sorted(ready, key=_finish_order(artifacts))
+
+
+def _finish_order(artifacts: RunArtifacts) -> Callable[[_Job], int]:
+    """Sort key of a job: when its node finished in the run, the order the run's events are
+    built in (untimed nodes last). Jobs without a dependency on each other may go in any order;
+    this one lets each model's events be built as soon as the model is analysed."""
+    results = artifacts.run_results.results if artifacts.run_results else ()
+    timed = sorted((r.completed_at, r.unique_id) for r in results if r.completed_at)
+    rank = {uid: i for i, (_, uid) in enumerate(timed)}
+    return lambda job: rank.get(job[0].unique_id, len(rank))
+
+
 def _own_columns(artifacts: RunArtifacts) -> dict[str, tuple[str, ...]]:
     """Models' own catalog columns, where their SQL may need them (a `select *` over a file or a
     relation nobody knows the columns of; a PIVOT whose columns come from the data)."""
@@ -149,6 +166,10 @@ class _Tables:
             self.case.setdefault(name.lower(), name)
         self.known[node.unique_id] = columns
 
+    def add_all(self, artifacts: RunArtifacts, known: Mapping[str, tuple[Column, ...]]) -> None:
+        for uid, columns in known.items():
+            self.add(artifacts.manifest.nodes[uid], columns)
+
 
 def known_columns(
     artifacts: RunArtifacts,
@@ -192,6 +213,7 @@ def analyse_models(  # noqa: PLR0913 - keyword-only options with defaults; 30 ca
     analyse: Analyse = analyse_one,
     spelling: Mapping[str, str] | None = None,
     started: Prestarted | None = None,
+    settled: Settled | None = None,
 ) -> LineageReport:
     """Column lineage of the `wanted` models (analysing their model ancestors first).
 
@@ -200,16 +222,14 @@ def analyse_models(  # noqa: PLR0913 - keyword-only options with defaults; 30 ca
     With `workers` > 1 and a large project, models whose upstream columns are all known up front
     are analysed in parallel processes, each model within `timeout` seconds; the rest follow in
     dependency order. Whatever goes wrong with one model (a LineageError, RecursionError on
-    hostile SQL, a bug, a worker that hangs) makes that model opaque with the reason; this
-    never raises for a model. `progress` is called with (models analysed, models to analyse)
-    as the work goes. `analyse` is the per-model seam (tests). `spelling` (lower-case name ->
-    spelling) is what a catalog wider than the one given would have spelled first (the plugin
-    analyses one model with the relations it reads). `started`: workers started earlier.
+    hostile SQL, a bug, a hung worker) makes that model opaque with the reason; this never
+    raises for a model. `progress` hears (models analysed, models to analyse); `analyse` is
+    the per-model seam (tests); `spelling` (lower-case name -> spelling) is what a wider
+    catalog would have spelled first (the plugin gives one model's relations); `started`:
+    workers started earlier; `settled` hears each outcome as it comes (None: opaque).
     """
-    tables = _Tables()
-    tables.case.update(spelling or {})
-    for uid, columns in known_columns(artifacts, seed_headers=seed_headers, extra=extra).items():
-        tables.add(artifacts.manifest.nodes[uid], columns)
+    tables = _Tables(case=dict(spelling or {}))
+    tables.add_all(artifacts, known_columns(artifacts, seed_headers=seed_headers, extra=extra))
     run = _Analysis(
         artifacts=artifacts,
         dialect=dialect,
@@ -219,10 +239,11 @@ def analyse_models(  # noqa: PLR0913 - keyword-only options with defaults; 30 ca
         tables=tables,
         schema=_LazySchema(tables, dialect),
         own=_own_columns(artifacts),
+        settled=settled or _unheard,
     )
     todo = run.plan(wanted)
     total, finished = len(todo), 0
-    independent = [t for t in todo if all(p in tables.known for p in _relations(artifacts, t[0]))]
+    independent = _independent(artifacts, todo, tables)
     if workers > 1 and len(independent) >= PARALLEL_THRESHOLD:
         done = run.parallel(independent, workers=workers, timeout=timeout, started=started)
         todo = [t for t in todo if t[0].unique_id not in done]
@@ -241,6 +262,12 @@ def analyse_models(  # noqa: PLR0913 - keyword-only options with defaults; 30 ca
 
 #: A model to analyse: its node, SQL (files read as relations) and cache key.
 _Job = tuple[Node, str, str]
+#: Hears a model's outcome: (unique_id, its lineage or None when it is opaque).
+Settled = Callable[[str, ModelLineage | None], None]
+
+
+def _unheard(_unique_id: str, _lineage: ModelLineage | None) -> None:
+    """No one listens for outcomes as they come."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -255,6 +282,7 @@ class _Analysis:
     tables: _Tables
     schema: _LazySchema
     own: dict[str, tuple[str, ...]]
+    settled: Settled
     report: LineageReport = field(default_factory=LineageReport)
 
     def plan(self, wanted: set[str]) -> list[_Job]:
@@ -269,7 +297,7 @@ class _Analysis:
             result = results.get(node.unique_id)
             sql = (result.compiled_code if result else None) or node.compiled_code
             if not sql:
-                self.report.opaque[node.unique_id] = "no compiled SQL in the artifacts"
+                self.opaque(node, "no compiled SQL in the artifacts")
                 continue
             sql = read_as_relations(sql, external)
             known = self.tables.known
@@ -278,7 +306,7 @@ class _Analysis:
             cached = self.cache.get(key) if self.cache is not None else None
             if cached is not None:
                 self.report.cache_hits += 1
-                _record(self.report, self.tables, self.schema, node, cached)
+                self.record(node, cached)
                 continue
             todo.append((node, sql, key))
         return todo
@@ -298,15 +326,18 @@ class _Analysis:
                 n.unique_id: self.own[n.unique_id] for n, _, _ in jobs if n.unique_id in self.own
             },
         )
+        waiting = {n.unique_id: (n, key) for n, _, key in jobs}
+
+        def arrived(unique_id: str, outcome: ModelLineage | str) -> None:
+            self.done(*waiting[unique_id], outcome)
+
         done = analyse_parallel(
             [(n.unique_id, sql) for n, sql, _ in jobs],
             setup=setup,
             workers=workers,
             started=started,
+            each=arrived,  # recorded as they come; {} when no pool could run: all go serially
         )
-        if done:  # else the pool could not run here: everything goes serially
-            for node, _, key in jobs:
-                self.done(node, key, done[node.unique_id])
         return set(done)
 
     def one(self, node: Node, sql: str) -> ModelLineage | str:
@@ -325,12 +356,20 @@ class _Analysis:
     def done(self, node: Node, key: str, outcome: ModelLineage | str) -> None:
         """Record a model's outcome: opaque with its reason, or analysed (and cached)."""
         if isinstance(outcome, str):
-            self.report.opaque[node.unique_id] = outcome
+            self.opaque(node, outcome)
             return
         self.report.analysed += 1
         if self.cache is not None:
             self.cache.put(key, outcome)
-        _record(self.report, self.tables, self.schema, node, outcome)
+        self.record(node, outcome)
+
+    def record(self, node: Node, lineage: ModelLineage) -> None:
+        _record(self.report, self.tables, self.schema, node, lineage)
+        self.settled(node.unique_id, lineage)
+
+    def opaque(self, node: Node, reason: str) -> None:
+        self.report.opaque[node.unique_id] = reason
+        self.settled(node.unique_id, None)
 
 
 class _LazySchema:

@@ -24,7 +24,7 @@ import sys
 import tempfile
 import threading
 import types
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -142,6 +142,7 @@ class _Worker:
     timeout: float
     analyse: Analyse
     own_columns: Mapping[str, tuple[str, ...]]
+    sql: Mapping[str, str]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,6 +156,9 @@ class WorkerSetup:
     timeout: float = MODEL_TIMEOUT
     analyse: Analyse = analyse_one
     own_columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    sql: Mapping[str, str] = field(default_factory=dict)
+    """Each job's SQL, by unique_id: in the setup file, so that a task is a few unique_ids
+    (the pool's feeder thread then never waits on a full pipe for the GIL)."""
 
 
 #: Set once in each worker process by `_start` (the schema is built there once, not per task),
@@ -181,6 +185,7 @@ def _start(setup: WorkerSetup) -> None:
             setup.timeout,
             setup.analyse,
             setup.own_columns,
+            setup.sql,
         )
     ]
 
@@ -211,9 +216,9 @@ def _bounded(worker: _Worker, unique_id: str, sql: str) -> Outcome:
         return f"analysis took longer than {worker.timeout:g} s (given up)"
 
 
-def _run_chunk(path: str, jobs: list[tuple[str, str]]) -> list[tuple[str, Outcome]]:
+def _run_chunk(path: str, uids: list[str]) -> list[tuple[str, Outcome]]:
     worker = _set_up_from(path)
-    return [(uid, _bounded(worker, uid, sql)) for uid, sql in jobs]
+    return [(uid, _bounded(worker, uid, worker.sql[uid])) for uid in uids]
 
 
 @contextmanager
@@ -268,9 +273,11 @@ def analyse_parallel(
     setup: WorkerSetup,
     workers: int,
     started: Prestarted | None = None,
+    each: Callable[[str, Outcome], None] | None = None,
 ) -> dict[str, Outcome]:
     """(unique_id, sql) jobs analysed in spawned worker processes (`started` ones if given);
-    {} when no pool can start.
+    {} when no pool can start. `each` hears every outcome as its chunk comes back (those of
+    stopped workers' models at the end).
 
     Every job gets an outcome. When no chunk finishes for `CHUNK * timeout + SLACK` seconds
     (plus STARTUP for the first) the workers are stopped and the unfinished models are opaque.
@@ -278,7 +285,8 @@ def analyse_parallel(
     """
     import multiprocessing
 
-    chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
+    chunks = [[uid for uid, _ in jobs[i : i + CHUNK]] for i in range(0, len(jobs), CHUNK)]
+    hear = each or _unheard
     pool = started.take() if started is not None else None
     try:
         if pool is None:
@@ -288,7 +296,7 @@ def analyse_parallel(
     except OSError as e:  # e.g. no importable __main__ (embedded Python), no semaphores
         logger.debug("lineage worker processes unavailable (%s); analysing serially", e)
         return {}
-    path = _setup_file(setup)
+    path = _setup_file(replace(setup, sql=dict(jobs)))
     if path is None:  # no temporary folder to write to: this process analyses them
         pool.terminate()
         return {}
@@ -299,17 +307,27 @@ def analyse_parallel(
             results = pool.imap_unordered(functools.partial(_run_chunk, path), chunks)
             for number in range(len(chunks)):
                 try:
-                    done.update(results.next(timeout=patience + (0 if number else STARTUP)))
+                    chunk = results.next(timeout=patience + (0 if number else STARTUP))
                 except multiprocessing.TimeoutError:
                     logger.warning("column lineage: no worker answered for %g s; stopped", patience)
                     break
                 except Exception as e:  # noqa: BLE001 - a failed task costs its models only
                     logger.debug("a lineage worker task failed: %r", e)
+                    continue
+                done.update(chunk)
+                for uid, outcome in chunk:
+                    hear(uid, outcome)
     finally:
         with contextlib.suppress(OSError):
             os.unlink(path)
     stopped = f"analysis did not finish (its worker failed or hung for {patience:g} s)"
+    for uid in (uid for uid, _ in jobs if uid not in done):
+        hear(uid, stopped)
     return {uid: done.get(uid, stopped) for uid, _ in jobs}
+
+
+def _unheard(_unique_id: str, _outcome: Outcome) -> None:
+    """No one listens for outcomes as they come."""
 
 
 def _setup_file(setup: WorkerSetup) -> str | None:
@@ -328,6 +346,7 @@ def _setup_file(setup: WorkerSetup) -> str | None:
                     tables=dict(setup.tables),
                     case=dict(setup.case),
                     own_columns=dict(setup.own_columns),
+                    sql=dict(setup.sql),
                 ),
                 f,
                 protocol=pickle.HIGHEST_PROTOCOL,

@@ -25,6 +25,7 @@ from dbt_oml.lineage.batch import (
     PARALLEL_THRESHOLD,
     ColumnLookup,
     LineageCache,
+    Settled,
     analyse_models,
     known_columns,
 )
@@ -183,6 +184,7 @@ def column_lineage_for(  # noqa: PLR0913 - keyword-only, each optional part of a
     known: Mapping[str, ModelLineage] | None = None,
     guard: bool = True,
     started: Prestarted | None = None,
+    settled: Settled | None = None,
 ) -> dict[str, ModelLineage]:
     """Column lineage of the models that completed, recording the opaque ones in the report.
 
@@ -192,14 +194,16 @@ def column_lineage_for(  # noqa: PLR0913 - keyword-only, each optional part of a
     the ones already reported opaque are not analysed again. A NodeLineage brings the cache its
     analyses used, so pruning keeps their entries (any other mapping: nothing is pruned when
     every model is known, as nothing of this cache was looked up). `started`: `prestart`'s.
+    `settled` hears each model's outcome as it comes (a LineageFeed).
     """
-    if not settings.lineage.column_lineage or artifacts.run_results is None:
-        return {}
-    wanted = _completed_models(artifacts)
+    wanted = lineage_wanted(settings, artifacts)
     if not wanted:
         return {}
     done = {uid: lin for uid, lin in (known or {}).items() if uid in wanted}
     todo = wanted - set(done) - set(report.opaque)
+    if settled is not None:
+        for uid in wanted - todo:
+            settled(uid, done.get(uid))
     shared = known.cache if isinstance(known, NodeLineage) else None
     if not todo:
         if shared is not None:
@@ -218,12 +222,20 @@ def column_lineage_for(  # noqa: PLR0913 - keyword-only, each optional part of a
         progress=progress,
         extra=extra,
         started=started,
+        settled=settled,
     )
     if shared is not None or not done:  # else entries used elsewhere are unknown here: kept
         prune_cache(cache, artifacts, wanted)
     models = {**done, **{uid: lin for uid, lin in result.models.items() if uid in todo}}
     report.opaque.update({uid: why for uid, why in result.opaque.items() if uid in todo})
     return _checked(settings, report, wanted, models, guard=guard)
+
+
+def lineage_wanted(settings: Settings, artifacts: RunArtifacts) -> set[str]:
+    """The models column lineage is made for: those of the analysed kinds that completed."""
+    if not settings.lineage.column_lineage or artifacts.run_results is None:
+        return set()
+    return _completed_models(artifacts)
 
 
 def _checked(

@@ -7,26 +7,31 @@ DBT_* variables and profile Jinja work exactly as for dbt.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from openlineage.client.event_v2 import RunEvent
 
 from dbt_oml.artifacts import RunArtifacts, RunResults, failure_summary, read_artifacts
 from dbt_oml.config import Settings, plan_settings
 from dbt_oml.dbt.project import ProjectOptions, ResolvedProject, resolve_project
 from dbt_oml.delivery.claims import claim, recover, release, set_aside
-from dbt_oml.delivery.emitter import read_kept
+from dbt_oml.delivery.emitter import Delivery, read_kept
 from dbt_oml.delivery.outbox import REJECTED_SUFFIX
 from dbt_oml.errors import ArtifactError
 from dbt_oml.events.invocation import Invocation
 from dbt_oml.events.invocation_events import iter_events
 from dbt_oml.lineage.view import LineageView
+from dbt_oml.lineage.workers import Prestarted
 from dbt_oml.namespaces import CatalogSpec, Namespaces, override_error, resolve_namespaces
+from dbt_oml.pipeline.feed import LineageFeed
 from dbt_oml.pipeline.lineage import (
     ProjectPlace,
     column_lineage_for,
     lineage_cache,
+    lineage_wanted,
     prestarted,
     project_graph,
 )
@@ -109,6 +114,32 @@ def emit(
                 progress.end()
 
 
+def _lineage_feed(
+    settings: Settings,
+    artifacts: RunArtifacts,
+    *,
+    project: ResolvedProject,
+    report: Report,
+    progress: Progress | None,
+    guard: bool,
+    started: Prestarted | None,
+) -> LineageFeed:
+    """The run's column lineage, made in a thread while its events are built (pipeline.feed)."""
+    return LineageFeed.start(
+        lineage_wanted(settings, artifacts),
+        lambda settled: column_lineage_for(
+            settings,
+            artifacts,
+            place=_place(project),
+            report=report,
+            progress=progress.advance if progress is not None else None,
+            guard=guard,
+            started=started,
+            settled=settled,
+        ),
+    )
+
+
 def _place(project: ResolvedProject) -> ProjectPlace:
     return ProjectPlace(
         project_root=project.project_dir,
@@ -144,40 +175,59 @@ def _emit(
         announce()
     with prestarted(settings, artifacts.manifest, project.target_path) as started:
         emitter, report.destination = make_emitter(settings, project.target_path, redactor)
-        phase(progress, "column lineage")
-        lineage = column_lineage_for(
+        guard = reaches_openmetadata(emitter)
+        phase(progress, f"column lineage and events to {report.destination}")
+        lineage = _lineage_feed(
             settings,
             artifacts,
-            place=_place(project),
+            project=project,
             report=report,
-            progress=progress.advance if progress is not None else None,
-            guard=reaches_openmetadata(emitter),
+            progress=progress,
+            guard=guard,
             started=started,
         )
-    phase(progress, f"events to {report.destination}")
-    events = iter_events(
-        artifacts,
-        invocation=invocation,
-        namespaces=namespaces_for(settings, project.catalogs, cwd, report),
-        settings=event_settings(settings, cwd, project.project_dir, redactor),
-        node_starts=read_node_starts(project.target_path, invocation.invocation_id),
-        ended_at=results.generated_at,
-        error=failure_summary((r.unique_id, r.status) for r in failed) if failed else None,
-        lineage=lineage,
-    )
-    outbox = outbox_path(settings, project.target_path, invocation.invocation_id)
-    delivery = delivery_for(emitter, outbox=outbox, target=report.destination, redactor=redactor)
-    delivery.held = report.refused is not None
-    delivery.sent = [] if settings.emit.verify else None
-    for event in events:  # each event is built, sent and dropped in turn
-        report.events_built += 1
-        delivery.send(event)
+        events = iter_events(
+            artifacts,
+            invocation=invocation,
+            namespaces=namespaces_for(settings, project.catalogs, cwd, report),
+            settings=event_settings(settings, cwd, project.project_dir, redactor),
+            node_starts=read_node_starts(project.target_path, invocation.invocation_id),
+            ended_at=results.generated_at,
+            error=failure_summary((r.unique_id, r.status) for r in failed) if failed else None,
+            lineage=lineage,  # each model's events wait for its lineage only
+        )
+        outbox = outbox_path(settings, project.target_path, invocation.invocation_id)
+        delivery = delivery_for(
+            emitter, outbox=outbox, target=report.destination, redactor=redactor
+        )
+        _send(events, delivery, lineage, report=report, guard=guard, verify=settings.emit.verify)
     report.delivery = delivery.close()
     keep_durably(settings, project.target_path, report)
     verify_delivered(settings, delivery.sent, report, redactor)
     if settings.emit.dry_run and plan:
         add_bootstrap_plan(plan_settings(settings), report)
     return report
+
+
+def _send(
+    events: Iterator[RunEvent],
+    delivery: Delivery,
+    lineage: LineageFeed,
+    *,
+    report: Report,
+    guard: bool,
+    verify: bool,
+) -> None:
+    """Each event built, sent and dropped in turn, while the lineage still comes; `guard`: the
+    run-level guard (no model with column lineage) is known before anything is sent."""
+    if guard:
+        lineage.decided()
+    delivery.held = report.refused is not None
+    delivery.sent = [] if verify else None
+    for event in events:
+        report.events_built += 1
+        delivery.send(event)
+    lineage.result()
 
 
 def outbox_files(settings: Settings, target_path: Path) -> tuple[Path | str, list[Path]]:

@@ -1,0 +1,75 @@
+"""LineageFeed: a run's events are built while its models are analysed; each model's event waits
+for that model's lineage only, and the feed ends holding what the finished lineage holds."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from dbt_oml.lineage.types import ColumnEdge, ModelLineage
+from dbt_oml.pipeline.feed import LineageFeed
+
+A = ModelLineage(columns=(ColumnEdge(output="a", inputs=(), expression="a"),), dataset=())
+B = ModelLineage(columns=(ColumnEdge(output="b", inputs=(), expression="b"),), dataset=())
+
+
+def _gated(release: threading.Event, first: str, rest: dict[str, ModelLineage | None]):
+    """Work that settles `first` at once, then the `rest` once `release` is set."""
+
+    def work(settled):
+        settled(first, A)
+        release.wait(timeout=30)
+        for uid, lineage in rest.items():
+            settled(uid, lineage)
+        return {first: A, **{u: lin for u, lin in rest.items() if lin is not None}}
+
+    return work
+
+
+def test_a_settled_model_is_answered_while_the_rest_is_still_analysed() -> None:
+    release = threading.Event()
+    feed = LineageFeed.start({"m.a", "m.b"}, _gated(release, "m.a", {"m.b": B}))
+    assert feed.get("m.a") == A  # m.b is not settled yet: this would block if it waited for all
+    assert feed.get("seed.s") is None  # not analysed at all: answered at once
+    release.set()
+    assert feed.get("m.b") == B
+    assert feed.result() == {"m.a": A, "m.b": B}
+
+
+def test_an_opaque_model_gets_none_and_the_end_is_the_truth() -> None:
+    release = threading.Event()
+    release.set()
+    feed = LineageFeed.start({"m.a", "m.b", "m.c"}, _gated(release, "m.a", {"m.b": None}))
+    assert feed.get("m.b") is None
+    assert feed.get("m.c") is None  # never settled: answered when the work ends
+    assert feed.result() == {"m.a": A}
+
+
+def test_decided_returns_once_a_wanted_model_has_lineage() -> None:
+    release = threading.Event()
+    feed = LineageFeed.start({"m.a"}, _gated(release, "m.a", {}))
+    feed.decided()  # returns although the work still waits for `release`
+    release.set()
+    feed.result()
+
+
+def test_an_ancestor_outside_the_wanted_models_decides_nothing() -> None:
+    def work(settled):
+        settled("m.ancestor", A)
+        return {}
+
+    feed = LineageFeed.start({"m.a"}, work)
+    feed.decided()
+    assert feed.get("m.ancestor") is None
+    assert feed.result() == {}
+
+
+def test_what_the_work_raises_reaches_the_caller_and_releases_waiters() -> None:
+    def work(settled):
+        raise RuntimeError("shared cache unreachable")
+
+    feed = LineageFeed.start({"m.a"}, work)
+    assert feed.get("m.a") is None
+    with pytest.raises(RuntimeError, match="shared cache unreachable"):
+        feed.result()
