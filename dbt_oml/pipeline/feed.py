@@ -21,7 +21,8 @@ T = TypeVar("T")
 
 
 class LineageFeed:
-    """The models' lineage, each model's as soon as it is settled (see the module)."""
+    """The models' lineage, each model's as soon as it is settled (see the module). When the
+    work fails, the next `get`, `decided` or `result` raises what it raised."""
 
     def __init__(self, expected: Collection[str]) -> None:
         self._expected = frozenset(expected)
@@ -44,6 +45,16 @@ class LineageFeed:
             target=feed._run, args=(work,), name="dbt-oml-lineage", daemon=True
         )
         feed._thread.start()
+        return feed
+
+    @classmethod
+    def made(
+        cls, expected: Collection[str], work: Callable[[Settled], dict[str, ModelLineage]]
+    ) -> LineageFeed:
+        """`work` done here and now (what it raises, raised here): the feed answers at once."""
+        feed = cls(expected)
+        feed._outcome = work(feed.settle)
+        feed._models, feed._ended = dict(feed._outcome), True
         return feed
 
     def _run(self, work: Callable[[Settled], dict[str, ModelLineage]]) -> None:
@@ -69,17 +80,23 @@ class LineageFeed:
             return default
         with self._changed:
             self._changed.wait_for(lambda: unique_id in self._settled or self._ended)
-            return self._models.get(unique_id, default)
+        self._raise()
+        return self._models.get(unique_id, default)
 
     def decided(self) -> None:
         """Until some model has lineage or the work has ended (the run-level guard is known)."""
         with self._changed:
             self._changed.wait_for(lambda: bool(self._models) or self._ended)
+        self._raise()
 
     def result(self) -> dict[str, ModelLineage]:
         """The finished lineage (waits for the work; raises what the work raised)."""
         if self._thread is not None:
             self._thread.join()
+        self._raise()
+        return self._outcome
+
+    def _raise(self) -> None:
+        """What the work raised, once it has ended: the events stop at the next model."""
         if self._error is not None:
             raise self._error
-        return self._outcome

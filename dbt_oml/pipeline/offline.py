@@ -23,6 +23,8 @@ from dbt_oml.delivery.outbox import REJECTED_SUFFIX
 from dbt_oml.errors import ArtifactError
 from dbt_oml.events.invocation import Invocation
 from dbt_oml.events.invocation_events import iter_events
+from dbt_oml.lineage.batch import Settled
+from dbt_oml.lineage.model import ModelLineage
 from dbt_oml.lineage.view import LineageView
 from dbt_oml.lineage.workers import Prestarted
 from dbt_oml.namespaces import CatalogSpec, Namespaces, override_error, resolve_namespaces
@@ -124,10 +126,12 @@ def _lineage_feed(
     guard: bool,
     started: Prestarted | None,
 ) -> LineageFeed:
-    """The run's column lineage, made in a thread while its events are built (pipeline.feed)."""
-    return LineageFeed.start(
-        lineage_wanted(settings, artifacts),
-        lambda settled: column_lineage_for(
+    """The run's column lineage: with worker processes started for it, made in a thread while
+    its events are built (pipeline.feed); else here, first (a cache hit or a small project is
+    Python in this process, where a second thread would only take turns for the GIL)."""
+
+    def work(settled: Settled) -> dict[str, ModelLineage]:
+        return column_lineage_for(
             settings,
             artifacts,
             place=_place(project),
@@ -136,8 +140,12 @@ def _lineage_feed(
             guard=guard,
             started=started,
             settled=settled,
-        ),
-    )
+        )
+
+    wanted = lineage_wanted(settings, artifacts)
+    if started is None:
+        return LineageFeed.made(wanted, work)
+    return LineageFeed.start(wanted, work)
 
 
 def _place(project: ResolvedProject) -> ProjectPlace:

@@ -66,10 +66,23 @@ def test_an_ancestor_outside_the_wanted_models_decides_nothing() -> None:
 
 
 def test_what_the_work_raises_reaches_the_caller_and_releases_waiters() -> None:
-    def work(settled):
+    def work(_settled: object) -> dict[str, ModelLineage]:
         raise RuntimeError("shared cache unreachable")
 
     feed = LineageFeed.start({"m.a"}, work)
-    assert feed.get("m.a") is None
+    with pytest.raises(RuntimeError, match="shared cache unreachable"):
+        feed.get("m.a")  # the events stop at the next model, never sent without their lineage
     with pytest.raises(RuntimeError, match="shared cache unreachable"):
         feed.result()
+
+
+def _failing(_settled: object) -> dict[str, ModelLineage]:
+    raise RuntimeError("bad")
+
+
+def test_made_here_answers_at_once_and_raises_where_it_is_made() -> None:
+    feed = LineageFeed.made({"m.a", "m.b"}, lambda _settled: {"m.a": A})
+    assert (feed.get("m.a"), feed.get("m.b")) == (A, None)
+    feed.decided()
+    with pytest.raises(RuntimeError, match="bad"):
+        LineageFeed.made({"m.a"}, _failing)
