@@ -243,13 +243,12 @@ def analyse_models(  # noqa: PLR0913 - keyword-only options with defaults; 30 ca
     )
     todo = run.plan(wanted)
     total, finished = len(todo), 0
+    run.progress = (lambda done: progress(done, total)) if progress is not None else None
     independent = _independent(artifacts, todo, tables)
     if workers > 1 and len(independent) >= PARALLEL_THRESHOLD:
         done = run.parallel(independent, workers=workers, timeout=timeout, started=started)
         todo = [t for t in todo if t[0].unique_id not in done]
         finished = len(done)
-        if progress is not None and done:
-            progress(finished, total)
     for node, sql, key in todo:
         finished += 1
         if progress is not None and finished % 50 == 0:
@@ -284,6 +283,8 @@ class _Analysis:
     own: dict[str, tuple[str, ...]]
     settled: Settled
     report: LineageReport = field(default_factory=LineageReport)
+    progress: Callable[[int], None] | None = None
+    """Hears how many models the workers have analysed, every 50 and at the end."""
 
     def plan(self, wanted: set[str]) -> list[_Job]:
         """The models to analyse, in dependency order; cached and SQL-less ones are settled."""
@@ -327,9 +328,14 @@ class _Analysis:
             },
         )
         waiting = {n.unique_id: (n, key) for n, _, key in jobs}
+        arrivals = [0]
 
         def arrived(unique_id: str, outcome: ModelLineage | str) -> None:
             self.done(*waiting[unique_id], outcome)
+            arrivals[0] += 1
+            count = arrivals[0]
+            if self.progress is not None and (count % 50 == 0 or count == len(jobs)):
+                self.progress(count)
 
         done = analyse_parallel(
             [(n.unique_id, sql) for n, sql, _ in jobs],

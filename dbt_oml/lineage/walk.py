@@ -313,6 +313,9 @@ def _projection_parts(
 ) -> tuple[list[tuple[exp.Expr, Transformation | None]], list[exp.Subquery]]:
     """In one pass over a projection: its columns (a named window's as INDIRECT WINDOW, the
     rest with no fixed transformation) and its scalar subqueries."""
+    bare = projection.this if isinstance(projection, exp.Alias) else projection
+    if isinstance(bare, exp.Column):  # most projections: nothing below a column but its name
+        return [(bare, None)], []
     found: list[tuple[exp.Expr, Transformation | None]] = []
     subqueries: list[exp.Subquery] = []
     for node in projection.walk():

@@ -235,11 +235,19 @@ def test_parallel_workers_give_the_same_answers(mini_target: Path, monkeypatch) 
     serial = analyse_models(arts, wanted=MODELS, dialect="duckdb")
     monkeypatch.setattr(lineage_batch, "PARALLEL_THRESHOLD", 1)
     calls: list[tuple[int, int]] = []
+    heard: dict[str, object] = {}
     parallel = analyse_models(
-        arts, wanted=MODELS, dialect="duckdb", workers=2, progress=lambda d, t: calls.append((d, t))
+        arts,
+        wanted=MODELS,
+        dialect="duckdb",
+        workers=2,
+        progress=lambda d, t: calls.append((d, t)),
+        settled=heard.__setitem__,
     )
     assert parallel.models == serial.models
     assert calls == [(len(serial.models), len(serial.models))]
+    # every outcome was heard as it came: the lineage, or None for an opaque model
+    assert heard == {**dict.fromkeys(parallel.opaque), **parallel.models}
     assert parallel.analysed == serial.analysed
     assert sys.modules["__main__"] is main  # hidden from the workers only while they start
 
