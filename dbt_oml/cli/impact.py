@@ -79,11 +79,13 @@ def impact(ctx: click.Context, **opts: Any) -> int:
     from dbt_oml.errors import SelectionError
     from dbt_oml.pipeline.impact import impact as impact_of
 
-    load(ctx)
+    settings = load(ctx)
     columns, state, fail_on = _asked(opts), opts["state"], opts["fail_on"]
     project = project_options({k: opts[k] for k in PROJECT_KEYS}, Path.cwd())
     try:
-        report, graph = impact_of(project, state=Path(state) if state else None, columns=columns)
+        report, graph = impact_of(
+            project, state=Path(state) if state else None, columns=columns, settings=settings
+        )
     except SelectionError as e:
         say(f"dbt-oml impact: {e}")
         return ExitCode.USAGE

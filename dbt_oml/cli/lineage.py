@@ -76,7 +76,7 @@ def lineage(ctx: click.Context, **opts: Any) -> int:
     from dbt_oml.lineage.view import Query, TreeOptions, answer, text_lines
     from dbt_oml.pipeline import offline
 
-    load(ctx)
+    settings = load(ctx)
     model, column, html = opts["model"], opts["column"], opts["html"]
     options = TreeOptions(depth=opts["depth"], direct_only=opts["direct_only"])
     if model is None and not (opts["as_json_"] or html):
@@ -84,7 +84,7 @@ def lineage(ctx: click.Context, **opts: Any) -> int:
     down = opts["down"]
     query = Query(model, column, upstream=opts["up"] or not down, downstream=down, options=options)
     project = {k: opts[k] for k in PROJECT_KEYS}
-    view, uncompiled, total = offline.lineage_view(project_options(project, Path.cwd()))
+    view, uncompiled, total = offline.lineage_view(project_options(project, Path.cwd()), settings)
     try:
         result = _answer(view, query)
         if html:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dbt_oml.artifacts import Catalog, RunArtifacts, read_artifacts
+from dbt_oml.config import Settings
 from dbt_oml.dbt.project import ProjectOptions, resolve_project
 from dbt_oml.errors import ArtifactError, SelectionError
 from dbt_oml.impact.analysis import (
@@ -122,7 +123,11 @@ def _singular_tests(
 
 
 def impact(
-    options: ProjectOptions, *, state: Path | None, columns: Sequence[str]
+    options: ProjectOptions,
+    *,
+    state: Path | None,
+    columns: Sequence[str],
+    settings: Settings | None = None,
 ) -> tuple[Report, ColumnGraph]:
     """The impact report of a `--state` comparison and/or named MODEL.COLUMNs, and the graph
     the names in it come from.
@@ -147,7 +152,7 @@ def impact(
         previous,
         columns=columns,
         project_dir=project.project_dir,
-        cache=lineage_cache(project.target_path),
+        cache=lineage_cache(project.target_path, settings, project=current.manifest.project_name),
         dialect=project.adapter_type,
         default_catalog=project.catalogs[0].alias if project.catalogs else None,
     )

@@ -280,6 +280,8 @@ def project_graph(
         cache=cache,
         workers=min(os.cpu_count() or 1, 8),
     )
+    if isinstance(cache, DiskCache) and cache.from_shared:
+        logger.info("lineage cache: %d models from %s", cache.from_shared, _where(cache))
     graph = build_graph(
         artifacts.manifest,
         result.models,

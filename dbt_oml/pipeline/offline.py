@@ -317,9 +317,12 @@ def _set_aside(claimed: Path, skipped: tuple[int, ...], redactor: Redactor) -> N
         )
 
 
-def lineage_view(options: ProjectOptions) -> tuple[LineageView, tuple[str, ...], int]:
+def lineage_view(
+    options: ProjectOptions, settings: Settings | None = None
+) -> tuple[LineageView, tuple[str, ...], int]:
     """`dbt-oml lineage`: analyse every model of existing artifacts, for tracing upstream; with
-    the models and snapshots that have no compiled SQL (a partial run's), and how many in all."""
+    the models and snapshots that have no compiled SQL (a partial run's), and how many in all.
+    `settings` name the shared lineage cache, if any (a new pod's analyses come from there)."""
     from dbt_oml.pipeline.impact import uncompiled_models
 
     project = resolve_project(options)
@@ -333,6 +336,7 @@ def lineage_view(options: ProjectOptions) -> tuple[LineageView, tuple[str, ...],
         namespaces=resolve_namespaces(
             project.catalogs, overrides={}, cwd=str(project.project_dir)
         ).namespaces,
+        settings=settings,
     )
     return (view, *uncompiled_models(artifacts))
 
@@ -345,15 +349,18 @@ def view_of(
     dialect: str,
     default_catalog: str | None,
     namespaces: Namespaces | None = None,
+    settings: Settings | None = None,
 ) -> LineageView:
-    """The column graph of every model of these artifacts (cached analyses reused); with the
-    catalogs' namespaces, each relation of the explorer shows where it lives."""
+    """The column graph of every model of these artifacts (cached analyses reused, those of the
+    shared lineage cache `settings` name too); with the catalogs' namespaces, each relation of
+    the explorer shows where it lives."""
+    project = artifacts.manifest.project_name
     _, graph = project_graph(
         artifacts,
         project_dir=project_dir,
         dialect=dialect,
         default_catalog=default_catalog,
-        cache=lineage_cache(target_path),
+        cache=lineage_cache(target_path, settings, project=project),
     )
     return LineageView(graph, namespaces=namespaces)
 
@@ -385,6 +392,7 @@ def build_explorer(
         dialect=dialect,
         default_catalog=catalogs[0].alias if catalogs else None,
         namespaces=resolution.namespaces,
+        settings=settings,
     )
     return write_explorer(path, answer(view, Query()).document)
 

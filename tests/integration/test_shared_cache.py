@@ -132,3 +132,25 @@ def test_two_pods_that_end_together_keep_both_their_entries(nats: NatsServer) ->
     assert _index(nats.url, "together") == ["b" * 64, "a" * 64]
     fresh = KeyValueStore(config, bucket="together", scope=PROJECT)
     assert fresh.fetch(fresh.keys()) == {"a" * 64: '{"x": 1}', "b" * 64: '{"x": 2}'}
+
+
+@pytest.mark.parametrize("command", [["lineage", "--json"], ["impact", "stg_orders.order_id"]])
+def test_lineage_and_impact_in_a_new_pod_read_the_shared_cache(
+    built: CliRun, tmp_path: Path, command: list[str]
+) -> None:
+    """A new pod's `dbt-oml lineage` or `impact` takes what it would analyse from the shared
+    cache another pod's emit filled, and answers as a pod that analysed it all itself."""
+    shared = tmp_path / "shared"
+    first = _pod(built, tmp_path / "a", str(shared))
+    asked = [*command, "--profiles-dir", "."]
+    alone = copy_of_built(built, tmp_path / "alone")
+    answer = run_in_process(asked, cwd=alone)
+    assert answer.returncode == 0, answer.stderr[-3000:]
+    assert FROM_SHARED.search(answer.stderr) is None
+    pod = copy_of_built(built, tmp_path / "b")
+    warm = run_in_process(asked, cwd=pod, env={"DBT_OML_LINEAGE_CACHE": str(shared)})
+    assert warm.returncode == 0, warm.stderr[-3000:]
+    (found,) = FROM_SHARED.findall(warm.stderr)
+    assert int(found[0]) >= len(_column_lineage(first)) > 0
+    assert found[1] == str(shared)
+    assert warm.stdout.replace(str(pod), "<p>") == answer.stdout.replace(str(alone), "<p>")
