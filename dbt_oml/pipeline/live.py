@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from openlineage.client.event_v2 import RunEvent, RunState
+from openlineage.client.event_v2 import RunEvent
 
 from dbt_oml.artifacts import Catalog, Manifest, RunArtifacts, read_manifest
 from dbt_oml.config import Settings, plan_settings
@@ -20,7 +20,6 @@ from dbt_oml.dbt.relation_columns import live_catalog
 from dbt_oml.dbt.runner import DbtContext, NodeStarted, compiled_everything, run_dbt
 from dbt_oml.delivery.emitter import Delivery, Unconfigured
 from dbt_oml.errors import ArtifactError, ConfigError, DbtOmlError
-from dbt_oml.events.invocation_events import iter_events
 from dbt_oml.events.node_events import BUILD_COMMANDS, EventBuilder
 from dbt_oml.lineage.model import ModelLineage
 from dbt_oml.lineage.workers import Prestarted
@@ -28,14 +27,12 @@ from dbt_oml.namespaces import override_error
 from dbt_oml.pipeline.catalog import (
     CATALOG_COMMANDS,
     artifacts_with_catalog,
-    catalog_lookup,
     catalog_phase,
     wrote_run_results,
 )
+from dbt_oml.pipeline.ends import terminal_events
 from dbt_oml.pipeline.lineage import (
-    ProjectPlace,
     closing_workers,
-    column_lineage_for,
     prestart,
 )
 from dbt_oml.pipeline.memory import quiet_gc
@@ -47,7 +44,6 @@ from dbt_oml.pipeline.sending import (
     check_transport,
     delivery_for,
     make_emitter,
-    reaches_openmetadata,
     verify_delivered,
 )
 from dbt_oml.pipeline.state_files import write_node_starts
@@ -334,7 +330,7 @@ def finish(
                 report.events_built += 1
                 delivery.send(builder.parent_end(at=ended_at, error=error))
             else:
-                _terminal_events(
+                terminal_events(
                     live,
                     artifacts,
                     node_starts=node_starts,
@@ -357,91 +353,3 @@ def finish(
     verify_delivered(live.settings, delivery.sent, report, live.redactor)
     if live.settings.emit.dry_run:
         add_bootstrap_plan(plan_settings(live.settings), report)
-
-
-def _terminal_events(
-    live: LiveEmitter,
-    artifacts: RunArtifacts,
-    *,
-    node_starts: Mapping[str, datetime],
-    ended_at: datetime,
-    error: str | None,
-    progress: Progress | None,
-) -> None:
-    """The enriched end of every node and of the invocation, each built, sent and dropped."""
-    settings, report = live.settings, live.report
-    ctx, builder, delivery = live.wired()
-    phase(progress, "column lineage")
-    lineage = column_lineage_for(
-        settings,
-        artifacts,
-        place=place_of(ctx),
-        report=report,
-        progress=progress.advance if progress is not None else None,
-        extra=catalog_lookup(delivery.emitter, builder),
-        known=live.node_lineage,
-        guard=reaches_openmetadata(delivery.emitter),
-        started=live.started,
-    )
-    events = iter_events(
-        artifacts,
-        invocation=builder.invocation,
-        namespaces=builder.namespaces,
-        settings=builder.settings,
-        node_starts=node_starts,
-        ended_at=ended_at,
-        error=error,
-        lineage=lineage,
-    )
-    delivery.held = delivery.held or report.refused is not None
-    phase(progress, f"events to {report.destination or 'the transport'}")
-    next(events)  # the parent START went out live
-    held: RunEvent | None = None  # the invocation's end: the aborts go before it
-    for event in events:
-        if held is not None:
-            _send_terminal(live, held)
-        held = event
-    for last in [*_aborts(builder, artifacts, live.sent_starts, node_starts), held]:
-        if last is not None:
-            _send_terminal(live, last)
-
-
-def place_of(ctx: DbtContext) -> ProjectPlace:
-    """Where the run's project makes its lineage."""
-    return ProjectPlace(
-        project_root=ctx.project_root,
-        target_path=ctx.target_path,
-        dialect=ctx.adapter_type,
-        default_catalog=ctx.catalogs[0].alias if ctx.catalogs else None,
-    )
-
-
-def _send_terminal(live: LiveEmitter, event: RunEvent) -> None:
-    """Send an event of the end of the run, unless it is a START that went out live."""
-    if event.eventType is RunState.START and event.run.runId in live.sent_starts:
-        return
-    if event.eventType is not RunState.START and event.run.runId in live.sent_ends:
-        return
-    _, _, delivery = live.wired()
-    live.report.events_built += 1
-    delivery.send(event)
-
-
-def _aborts(
-    builder: EventBuilder,
-    artifacts: RunArtifacts,
-    sent: set[str],
-    starts: Mapping[str, datetime],
-) -> list[RunEvent]:
-    """dbt fires NodeStart before it decides to skip a node: end those runs with ABORT."""
-    out = []
-    for result in artifacts.run_results.results if artifacts.run_results else ():
-        started = starts.get(result.unique_id)
-        if result.status != "skipped" or started is None:
-            continue
-        if builder.node_run_id(result.unique_id, started) not in sent:
-            continue
-        event = builder.node_abort(result.unique_id, started, result.completed_at or started)
-        if event is not None:
-            out.append(event)
-    return out

@@ -1,0 +1,131 @@
+"""The end of a run: each node's terminal event with its column lineage, the ABORTs of the
+nodes dbt started and then skipped, and the invocation's end, each built, sent and dropped.
+
+Called by pipeline.live's `finish` (the wrapper's and the plugin's end of the run); the node
+STARTs and ends that went out live are not sent again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+from openlineage.client.event_v2 import RunEvent, RunState
+
+from dbt_oml.artifacts import RunArtifacts
+from dbt_oml.events.invocation_events import iter_events
+from dbt_oml.events.node_events import EventBuilder
+from dbt_oml.pipeline.catalog import catalog_lookup
+from dbt_oml.pipeline.lineage import ProjectPlace, column_lineage_for
+from dbt_oml.pipeline.report import Progress, phase
+from dbt_oml.pipeline.sending import reaches_openmetadata
+
+if TYPE_CHECKING:
+    from dbt_oml.config import Settings
+    from dbt_oml.dbt.runner import DbtContext
+    from dbt_oml.delivery.emitter import Delivery
+    from dbt_oml.lineage.model import ModelLineage
+    from dbt_oml.lineage.workers import Prestarted
+    from dbt_oml.pipeline.report import Report
+
+
+class LiveRun(Protocol):
+    """What the end of a run needs of the run's listener (pipeline.live.LiveEmitter)."""
+
+    settings: Settings
+    report: Report
+    node_lineage: Mapping[str, ModelLineage]
+    started: Prestarted | None
+    sent_starts: set[str]
+    sent_ends: set[str]
+
+    def wired(self) -> tuple[DbtContext, EventBuilder, Delivery]: ...
+
+
+def terminal_events(
+    live: LiveRun,
+    artifacts: RunArtifacts,
+    *,
+    node_starts: Mapping[str, datetime],
+    ended_at: datetime,
+    error: str | None,
+    progress: Progress | None,
+) -> None:
+    """The enriched end of every node and of the invocation, each built, sent and dropped."""
+    settings, report = live.settings, live.report
+    ctx, builder, delivery = live.wired()
+    phase(progress, "column lineage")
+    lineage = column_lineage_for(
+        settings,
+        artifacts,
+        place=place_of(ctx),
+        report=report,
+        progress=progress.advance if progress is not None else None,
+        extra=catalog_lookup(delivery.emitter, builder),
+        known=live.node_lineage,
+        guard=reaches_openmetadata(delivery.emitter),
+        started=live.started,
+    )
+    events = iter_events(
+        artifacts,
+        invocation=builder.invocation,
+        namespaces=builder.namespaces,
+        settings=builder.settings,
+        node_starts=node_starts,
+        ended_at=ended_at,
+        error=error,
+        lineage=lineage,
+    )
+    delivery.held = delivery.held or report.refused is not None
+    phase(progress, f"events to {report.destination or 'the transport'}")
+    next(events)  # the parent START went out live
+    held: RunEvent | None = None  # the invocation's end: the aborts go before it
+    for event in events:
+        if held is not None:
+            _send_terminal(live, held)
+        held = event
+    for last in [*_aborts(builder, artifacts, live.sent_starts, node_starts), held]:
+        if last is not None:
+            _send_terminal(live, last)
+
+
+def place_of(ctx: DbtContext) -> ProjectPlace:
+    """Where the run's project makes its lineage."""
+    return ProjectPlace(
+        project_root=ctx.project_root,
+        target_path=ctx.target_path,
+        dialect=ctx.adapter_type,
+        default_catalog=ctx.catalogs[0].alias if ctx.catalogs else None,
+    )
+
+
+def _send_terminal(live: LiveRun, event: RunEvent) -> None:
+    """Send an event of the end of the run, unless it is a START that went out live."""
+    if event.eventType is RunState.START and event.run.runId in live.sent_starts:
+        return
+    if event.eventType is not RunState.START and event.run.runId in live.sent_ends:
+        return
+    _, _, delivery = live.wired()
+    live.report.events_built += 1
+    delivery.send(event)
+
+
+def _aborts(
+    builder: EventBuilder,
+    artifacts: RunArtifacts,
+    sent: set[str],
+    starts: Mapping[str, datetime],
+) -> list[RunEvent]:
+    """dbt fires NodeStart before it decides to skip a node: end those runs with ABORT."""
+    out = []
+    for result in artifacts.run_results.results if artifacts.run_results else ():
+        started = starts.get(result.unique_id)
+        if result.status != "skipped" or started is None:
+            continue
+        if builder.node_run_id(result.unique_id, started) not in sent:
+            continue
+        event = builder.node_abort(result.unique_id, started, result.completed_at or started)
+        if event is not None:
+            out.append(event)
+    return out
