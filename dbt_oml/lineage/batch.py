@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 from dbt_oml.artifacts import Column, Node, RunArtifacts, relation_parts
 from dbt_oml.lineage.model import ModelLineage, build_schema, wants_own_columns
+from dbt_oml.lineage.types import Lasting
 from dbt_oml.lineage.version import ENGINE_VERSION
 from dbt_oml.lineage.workers import (
     MODEL_TIMEOUT,
@@ -50,8 +51,8 @@ ColumnLookup = Callable[[Node], tuple[Column, ...] | None]
 class LineageCache(Protocol):
     """Content-addressed storage of analysed models (see lineage.cache.DiskCache)."""
 
-    def get(self, key: str) -> ModelLineage | None: ...
-    def put(self, key: str, value: ModelLineage) -> None: ...
+    def get(self, key: str) -> ModelLineage | Lasting | None: ...
+    def put(self, key: str, value: ModelLineage | Lasting) -> None: ...
     def flush(self) -> None:
         """Store what `put` was given (called once, at the end of `analyse_models`)."""
 
@@ -307,7 +308,10 @@ class _Analysis:
             cached = self.cache.get(key) if self.cache is not None else None
             if cached is not None:
                 self.report.cache_hits += 1
-                self.record(node, cached)
+                if isinstance(cached, Lasting):
+                    self.opaque(node, cached)  # the verdict this SQL always gets
+                else:
+                    self.record(node, cached)
                 continue
             todo.append((node, sql, key))
         return todo
@@ -362,6 +366,8 @@ class _Analysis:
     def done(self, node: Node, key: str, outcome: ModelLineage | str) -> None:
         """Record a model's outcome: opaque with its reason, or analysed (and cached)."""
         if isinstance(outcome, str):
+            if isinstance(outcome, Lasting) and self.cache is not None:
+                self.cache.put(key, outcome)
             self.opaque(node, outcome)
             return
         self.report.analysed += 1

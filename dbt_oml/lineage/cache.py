@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from dbt_oml.errors import SharedCacheError
-from dbt_oml.lineage.codec import lineage_from_json, lineage_to_json
-from dbt_oml.lineage.types import ModelLineage
+from dbt_oml.lineage.codec import outcome_from_json, outcome_to_json
+from dbt_oml.lineage.types import Lasting, ModelLineage
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -105,7 +105,7 @@ class DiskCache:
                         self._packed[key] = (text, mtime)
         return self._packed
 
-    def get(self, key: str) -> ModelLineage | None:
+    def get(self, key: str) -> ModelLineage | Lasting | None:
         packed = self._index().get(key)
         text = self._new.get(key) or (packed[0] if packed is not None else None)
         shared = False
@@ -119,7 +119,7 @@ class DiskCache:
         except OSError:
             text = ""
         try:
-            found = lineage_from_json(text)
+            found = outcome_from_json(text)
         except (ValueError, KeyError, TypeError, IndexError):
             logger.debug("lineage cache entry %s is unreadable; re-analysing", key)
             return None
@@ -181,10 +181,10 @@ class DiskCache:
             lambda store: store.save(new, index, [k for k in before if k not in kept]), None
         )
 
-    def put(self, key: str, value: ModelLineage) -> None:
+    def put(self, key: str, value: ModelLineage | Lasting) -> None:
         self.used.add(key)
         self._analysed.add(key)
-        self._new[key] = lineage_to_json(value)
+        self._new[key] = outcome_to_json(value)
 
     def flush(self) -> None:
         """Write the entries added since the last flush, as one new pack file."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dbt_oml.lineage.types import ColumnEdge, ModelLineage, SourceColumn, Transformation
+from dbt_oml.lineage.types import ColumnEdge, Lasting, ModelLineage, SourceColumn, Transformation
 
 
 def lineage_to_json(value: ModelLineage) -> str:
@@ -29,6 +29,23 @@ def lineage_to_json(value: ModelLineage) -> str:
     dataset = pairs(value.dataset)
     doc = {"s": list(sources), "t": list(transforms), "c": columns, "d": dataset}
     return json.dumps(doc, separators=(",", ":"))
+
+
+def outcome_to_json(value: ModelLineage | Lasting) -> str:
+    """A model's lineage, or its lasting verdict (`{"o": reason}`), as a cache entry."""
+    if isinstance(value, Lasting):
+        return json.dumps({"o": str(value)}, separators=(",", ":"))
+    return lineage_to_json(value)
+
+
+def outcome_from_json(text: str) -> ModelLineage | Lasting:
+    """The entry `outcome_to_json` wrote (ValueError, KeyError, TypeError: a damaged one)."""
+    if text.startswith('{"o":'):
+        reason = json.loads(text)["o"]
+        if not isinstance(reason, str):
+            raise TypeError("an opaque entry's reason is not text")
+        return Lasting(reason)
+    return lineage_from_json(text)
 
 
 def lineage_from_json(text: str) -> ModelLineage:

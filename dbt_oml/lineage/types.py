@@ -63,6 +63,14 @@ IDENTITY = Transformation(DIRECT, "IDENTITY")
 _Inputs = dict[SourceColumn, set[Transformation]]
 
 
+class Lasting(str):
+    """Why a model is opaque, when the same SQL and upstream columns always give it (the
+    engine's verdict: unparseable SQL, an unknown `*`, nesting too deep): cached like lineage.
+    A plain `str` reason (a time limit, a worker that died, a bug) is tried again next run."""
+
+    __slots__ = ()
+
+
 class OpaqueError(Exception):
     """Raised inside the walk; turned into LineageError at the boundary."""
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from dbt_oml.errors import LineageError
 from dbt_oml.lineage.model import ModelLineage, build_schema, column_lineage
+from dbt_oml.lineage.types import Lasting
 
 if TYPE_CHECKING:
     from sqlglot.schema import MappingSchema  # loaded with the engine, on the first analysis
@@ -100,9 +101,9 @@ def analyse_one(
             own_columns=own_columns,
         )
     except LineageError as e:
-        return e.reason
+        return Lasting(e.reason)
     except RecursionError:
-        return "SQL nested too deeply to analyse (RecursionError)"
+        return Lasting("SQL nested too deeply to analyse (RecursionError)")
     except Exception as e:
         logger.debug("analysing %s failed", unique_id, exc_info=True)
         first = str(e).strip().splitlines()

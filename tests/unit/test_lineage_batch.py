@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from dbt_oml.artifacts import RunArtifacts, read_artifacts
 from dbt_oml.config import load_settings
@@ -17,6 +18,7 @@ from dbt_oml.lineage.batch import (
 from dbt_oml.lineage.cache import DiskCache
 from dbt_oml.lineage.codec import lineage_from_json, lineage_to_json
 from dbt_oml.lineage.model import ModelLineage
+from dbt_oml.lineage.workers import analyse_one
 from dbt_oml.pipeline.lineage import (
     NodeLineage,
     ProjectPlace,
@@ -96,6 +98,39 @@ def test_disk_cache_hits_and_invalidation(mini_target: Path, tmp_path: Path) -> 
         read_artifacts(mini_target), wanted=MODELS, dialect="duckdb", cache=cache
     )
     assert changed.analysed == 1
+
+
+def test_the_engines_verdict_is_cached_a_time_limit_is_not(
+    mini_target: Path, tmp_path: Path
+) -> None:
+    """An unparseable model's reason is what the same SQL always gets: a warm run takes it from
+    the cache (the engine is not asked again); a worker's time limit is tried again next run."""
+    broken, slow = "model.jaffle_oml.stg_orders", "model.jaffle_oml.stg_customers"
+    for name in ("manifest.json", "run_results.json"):
+        doc = json.loads((mini_target / name).read_text())
+        for entry in [*doc.get("nodes", {}).values(), *doc.get("results", [])]:
+            if entry.get("unique_id") == broken and entry.get("compiled_code"):
+                entry["compiled_code"] = "select from where((("
+        (mini_target / name).write_text(json.dumps(doc))
+    asked: list[str] = []
+
+    def analyse(sql: str, **kwargs: Any) -> ModelLineage | str:
+        asked.append(kwargs["unique_id"])
+        if kwargs["unique_id"] == slow:
+            return "analysis took longer than 30 s (given up)"  # a plain reason: not lasting
+        return analyse_one(sql, **kwargs)
+
+    arts, cache = read_artifacts(mini_target), DiskCache(tmp_path / "cache")
+    cold = analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=cache, analyse=analyse)
+    assert cold.opaque[broken].startswith("SQL does not parse")
+    asked.clear()
+    warm = analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=cache, analyse=analyse)
+    assert asked == [slow]  # the verdict came from the cache; the time limit is tried again
+    assert warm.opaque == cold.opaque
+    assert warm.models == cold.models
+    again = DiskCache(tmp_path / "cache")  # written to disk: a new process reads the verdict
+    fresh = analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=again, analyse=analyse)
+    assert fresh.opaque[broken] == cold.opaque[broken]
 
 
 def _edit(target: Path, unique_id: str, note: str) -> None:
@@ -371,7 +406,10 @@ def test_a_plugin_run_prunes_no_cache_entry_its_nodes_used(mini_target: Path) ->
     assert known.cache.used  # the nodes' analyses were cache hits
     after = _reanalyse(mini_target, set(first))
     assert (after.analysed, after.cache_hits) == (0, len(first))
-    assert len(_entries(mini_target / "dbt_oml" / "lineage-cache")) == len(first)
+    # what the run used stays, nothing else: each model's lineage, and the opaque model's verdict
+    entries = set(_entries(mini_target / "dbt_oml" / "lineage-cache"))
+    assert entries == known.cache.used
+    assert len(entries) == len(first) + 1
 
 
 def test_lineage_made_elsewhere_leaves_the_cache_unpruned(mini_target: Path) -> None:
