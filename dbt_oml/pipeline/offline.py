@@ -289,8 +289,10 @@ def replay(
     first = files[0] if files else target_path / STATE_DIR / "outbox" / "replay.jsonl"
     retry = first.with_name(f"{first.stem}.retry.jsonl")
     delivery = delivery_for(emitter, outbox=retry, target=report.destination, redactor=redactor)
+    delivery.sent = [] if settings.emit.verify else None
     delivery.send_all(events)
     report.delivery = delivery.close()
+    verify_delivered(settings, delivery.sent, report, redactor)
     for path in staged:
         _set_aside(path, kept[path][1], redactor)
         release(path, all_delivered=not report.delivery.failed)

@@ -133,3 +133,25 @@ def test_verify_true_reads_back_after_the_delivery(
     )
     (problem,) = [x for x in run.stderr.splitlines() if "WARNING: verify: different" in x]
     assert "warehouse.api.matches -> " in problem
+
+
+def test_verify_true_reads_back_after_a_replay(
+    om_built: tuple[FakeOpenMetadata, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """Events kept in a file, then sent with `dbt-oml replay`: with `verify: true` the replay's
+    summary says what OpenMetadata holds after it, as emit's does."""
+    _, project, env = om_built
+    kept = tmp_path / "kept.jsonl"
+    made = run_cli(  # no OpenMetadata here: the events go to the file
+        ["emit", "--profiles-dir", ".", *NAMESPACES, "--events-file", str(kept)], cwd=project
+    )
+    assert made.returncode == 0, made.stderr[-2000:]
+    assert kept.is_file(), made.stderr[-2000:]
+    run = run_cli(["replay", str(kept)], cwd=project, env={**env, "DBT_OML_VERIFY": "1"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    said = [x for x in run.stderr.splitlines() if x.startswith("dbt-oml: verify: ")]
+    assert len(said) == 1, run.stderr[-3000:]
+    summary = said[0]
+    assert summary.endswith(
+        "present, 1 missing or different in OpenMetadata; `dbt-oml verify` lists them"
+    )
