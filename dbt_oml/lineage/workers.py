@@ -273,8 +273,8 @@ def analyse_parallel(
     *,
     setup: WorkerSetup,
     workers: int,
+    each: Callable[[str, Outcome], None],
     started: Prestarted | None = None,
-    each: Callable[[str, Outcome], None] | None = None,
 ) -> dict[str, Outcome]:
     """(unique_id, sql) jobs analysed in spawned worker processes (`started` ones if given);
     {} when no pool can start. `each` hears every outcome as its chunk comes back (those of
@@ -287,7 +287,6 @@ def analyse_parallel(
     import multiprocessing
 
     chunks = [[uid for uid, _ in jobs[i : i + CHUNK]] for i in range(0, len(jobs), CHUNK)]
-    hear = each or _unheard
     pool = started.take() if started is not None else None
     try:
         if pool is None:
@@ -317,18 +316,14 @@ def analyse_parallel(
                     continue
                 done.update(chunk)
                 for uid, outcome in chunk:
-                    hear(uid, outcome)
+                    each(uid, outcome)
     finally:
         with contextlib.suppress(OSError):
             os.unlink(path)
     stopped = f"analysis did not finish (its worker failed or hung for {patience:g} s)"
     for uid in (uid for uid, _ in jobs if uid not in done):
-        hear(uid, stopped)
+        each(uid, stopped)
     return {uid: done.get(uid, stopped) for uid, _ in jobs}
-
-
-def _unheard(_unique_id: str, _outcome: Outcome) -> None:
-    """No one listens for outcomes as they come."""
 
 
 def _setup_file(setup: WorkerSetup) -> str | None:

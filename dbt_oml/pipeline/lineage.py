@@ -152,15 +152,17 @@ def prune_cache(cache: DiskCache, artifacts: RunArtifacts, wanted: set[str]) -> 
     models = _analysable(artifacts.manifest)
     complete = wanted.issuperset(models)
     cache.share(keep_at_most=CACHE_ENTRIES_PER_MODEL * len(models))
-    if cache.from_shared:
-        logger.info("lineage cache: %d models from %s", cache.from_shared, _where(cache))
+    _say_from_shared(cache)
     removed = cache.prune(keep_at_most=0 if complete else CACHE_ENTRIES_PER_MODEL * len(models))
     if removed:
         logger.debug("lineage cache: %d stale entries removed", removed)
 
 
-def _where(cache: DiskCache) -> str:
-    return cache.shared.where if cache.shared is not None else "the shared store"
+def _say_from_shared(cache: DiskCache) -> None:
+    """The INFO line saying how many models this run took from the shared store, if any."""
+    if cache.from_shared:
+        where = cache.shared.where if cache.shared is not None else "the shared store"
+        logger.info("lineage cache: %d models from %s", cache.from_shared, where)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -280,8 +282,8 @@ def project_graph(
         cache=cache,
         workers=min(os.cpu_count() or 1, 8),
     )
-    if isinstance(cache, DiskCache) and cache.from_shared:
-        logger.info("lineage cache: %d models from %s", cache.from_shared, _where(cache))
+    if isinstance(cache, DiskCache):
+        _say_from_shared(cache)
     graph = build_graph(
         artifacts.manifest,
         result.models,
