@@ -63,7 +63,8 @@ def expand_sets(tree: exp.Expr, ctx: Context) -> exp.Expr:
 
 def output_relation(tree: exp.Expr) -> exp.Expr:
     """The relation whose columns are the model's: the root, or what its `select *` (through
-    `select *` CTEs and subqueries) reads; a PIVOT's source table when a PIVOT is attached."""
+    `select *` CTEs and subqueries) reads; a PIVOT's source table when a PIVOT is attached.
+    `* REPLACE (...)` passes the same names on, in the same order, so it counts as a `*`."""
     node = tree
     while isinstance(node, exp.Select) and _plain_star(node):
         source = node.args["from_"].this
@@ -87,7 +88,7 @@ def _plain_star(select: exp.Select) -> bool:
     return (
         len(projections) == 1
         and isinstance(projections[0], exp.Star)
-        and not any(projections[0].args.values())
+        and not any(v for k, v in projections[0].args.items() if k != "replace")
         and isinstance(select.args.get("from_"), exp.From)
         and not select.args.get("joins")
         and not select.args.get("group")

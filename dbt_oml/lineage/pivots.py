@@ -184,12 +184,13 @@ def _pivot(
     rest = [c for c in ctx.own_columns if c.lower() not in key_names] if output else []
     if _fits(rest, key_names, aggregates, ctx) and (names is None or len(rest) == len(names)):
         names = rest  # the catalog's spelling of what the data or the IN list named
-    if names is None:
+    if names is not None:
+        pairs = [(name, aggregates[j % len(aggregates)]) for j, name in enumerate(names)]
+    elif not output and (read := _names_read(select)) is not None:
+        pairs = _by_suffix([n for n in read if n.lower() not in key_names], aggregates)
+    else:
         raise OpaqueError(_data_defined(ons, output=output, catalog=bool(ctx.own_columns)))
-    pivoted = [
-        exp.alias_(aggregates[j % len(aggregates)].unalias().copy(), ctx.name(name))
-        for j, name in enumerate(names)
-    ]
+    pivoted = [exp.alias_(agg.unalias().copy(), ctx.name(name)) for name, agg in pairs]
     select.set("expressions", [*keys, *pivoted])
     by = [k.unalias().copy() for k in keys] + [o.copy() for o in ons]
     if by:
@@ -274,10 +275,92 @@ def _implicit_keys(
     raise OpaqueError("PIVOT without GROUP BY over a relation whose columns are unknown")
 
 
+def _names_read(select: exp.Select) -> list[str] | None:
+    """The names the queries reading this PIVOT (a CTE or an aliased subquery, not the output)
+    take from it, in order. DuckDB binds each to a column of the PIVOT or fails, so a model that
+    built has them in its data. None when a reader takes `*` or COLUMNS(...) of it, or a name that
+    another relation or a select alias of the reader could hold as well."""
+    holder = select.parent
+    if isinstance(holder, exp.CTE) and isinstance(holder.parent, exp.With):
+        name = holder.alias_or_name.lower()
+        query = holder.parent.parent
+        sources: list[exp.Expr] = [
+            t
+            for t in (query.find_all(exp.Table) if query is not None else [])
+            if t.name.lower() == name and not t.args.get("db")
+        ]
+    elif isinstance(holder, exp.Subquery) and holder.alias:
+        sources = [holder]
+    else:
+        return None
+    out: dict[str, str] = {}
+    for source in sources:
+        reader = source.parent.parent if source.parent is not None else None
+        if not isinstance(reader, exp.Select) or not _read_from(reader, source, out):
+            return None
+    return list(out.values())
+
+
+def _read_from(reader: exp.Select, source: exp.Expr, out: dict[str, str]) -> bool:
+    """Add the names `reader` reads from `source` (in its FROM or a JOIN) to `out`; False when
+    it cannot tell them all."""
+    alias = source.alias_or_name.lower()
+    alone = not reader.args.get("joins")
+    aliases = {p.alias.lower() for p in reader.expressions if isinstance(p, exp.Alias)}
+    for join in reader.args.get("joins") or []:
+        for key in join.args.get("using") or []:
+            out.setdefault(key.name.lower(), key.name)
+    for node in reader.find_all(exp.Column, exp.Star, exp.Columns):
+        if node.find_ancestor(exp.Select) is not reader:
+            continue  # a subquery's own columns (a correlated one names this PIVOT: opaque later)
+        name = _name_read(node, reader, alias=alias, alone=alone, aliases=aliases)
+        if name is None:
+            return False
+        if name:
+            out.setdefault(name.lower(), name)
+    return True
+
+
+def _name_read(
+    node: exp.Expr, reader: exp.Select, *, alias: str, alone: bool, aliases: set[str]
+) -> str | None:
+    """The name `node` reads from the PIVOT aliased `alias`, "" for none, None when unsure."""
+    if isinstance(node, exp.Star):
+        return "" if isinstance(node.parent, exp.Column | exp.Count) else None  # t.*, count(*)
+    if not isinstance(node, exp.Column) or (
+        isinstance(node.this, exp.Star) and node.table.lower() == alias
+    ):
+        return None  # COLUMNS(...) or this PIVOT's `t.*`
+    if (node.table and node.table.lower() != alias) or isinstance(node.this, exp.Star):
+        return ""
+    if not node.table and not alone:
+        return None  # could be a column of another relation
+    if node.name.lower() in aliases:
+        if node.find_ancestor(exp.Order) is not None:
+            return ""  # ORDER BY binds a select alias first
+        own = node.find_ancestor(exp.Alias)
+        if own is None or own.alias.lower() != node.name.lower() or own.parent is not reader:
+            return None  # a select alias of the reader could be meant
+    return str(node.name)
+
+
+def _by_suffix(names: list[str], aggregates: list[exp.Expr]) -> list[tuple[str, exp.Expr]]:
+    """Each read name with its aggregate: the one, or the one whose name ends it (`Q1_total`)."""
+    if len(aggregates) == 1:
+        return [(name, aggregates[0]) for name in names]
+    out = []
+    for name in names:
+        fits = [a for a in aggregates if name.lower().endswith("_" + _aggregate_name(a).lower())]
+        if len(fits) != 1:
+            raise OpaqueError(f"PIVOT column {name!r}: not one of its aggregates' names")
+        out.append((name, fits[0]))
+    return out
+
+
 def _data_defined(ons: list[exp.Expr], *, output: bool, catalog: bool) -> str:
     on = ", ".join(o.sql(dialect="duckdb") for o in ons)[:80]
     if not output:
-        why = "and this PIVOT is not the model's output"
+        why = "and what reads it takes `*` of it or names another relation could hold"
     elif not catalog:
         why = "and the model has no catalog columns"
     else:
