@@ -176,8 +176,10 @@ def _pivot(
     labels = [_labels(e) for e in entries]
     names = _names(labels, aggregates)
     group = pivot.args.get("group")
+    plain = True  # DuckDB takes bare column names only: a reader names a key by its name
     if isinstance(group, exp.Group):
         keys = [g.copy() for g in group.expressions]
+        plain = all(isinstance(k, exp.Column) and not k.table for k in keys)
     else:
         keys = _implicit_keys(select, ons, aggregates, names, ctx, output=output)
     key_names = {k.alias_or_name.lower() for k in keys}
@@ -186,7 +188,7 @@ def _pivot(
         names = rest  # the catalog's spelling of what the data or the IN list named
     if names is not None:
         pairs = [(name, aggregates[j % len(aggregates)]) for j, name in enumerate(names)]
-    elif not output and (read := _names_read(select)) is not None:
+    elif not output and plain and (read := _names_read(select)) is not None:
         pairs = _by_suffix([n for n in read if n.lower() not in key_names], aggregates)
     else:
         raise OpaqueError(_data_defined(ons, output=output, catalog=bool(ctx.own_columns)))
@@ -279,8 +281,12 @@ def _names_read(select: exp.Select) -> list[str] | None:
     """The names the queries reading this PIVOT (a CTE or an aliased subquery, not the output)
     take from it, in order. DuckDB binds each to a column of the PIVOT or fails, so a model that
     built has them in its data. None when a reader takes `*` or COLUMNS(...) of it, or a name that
-    another relation or a select alias of the reader could hold as well."""
+    another relation, an outer query or a select alias of the reader could hold as well, or when
+    a column list renames the PIVOT's columns by position (`p(a, b) AS (PIVOT ...)`)."""
     holder = select.parent
+    alias = holder.args.get("alias") if holder is not None else None
+    if isinstance(alias, exp.TableAlias) and alias.columns:
+        return None  # names read are the list's, not the PIVOT's: their places come from the data
     if isinstance(holder, exp.CTE) and isinstance(holder.parent, exp.With):
         name = holder.alias_or_name.lower()
         query = holder.parent.parent
@@ -296,9 +302,28 @@ def _names_read(select: exp.Select) -> list[str] | None:
     out: dict[str, str] = {}
     for source in sources:
         reader = source.parent.parent if source.parent is not None else None
-        if not isinstance(reader, exp.Select) or not _read_from(reader, source, out):
+        if (
+            not isinstance(reader, exp.Select)
+            or not _closed(reader)
+            or not _read_from(reader, source, out)
+        ):
             return None
     return list(out.values())
+
+
+def _closed(query: exp.Expr) -> bool:
+    """Whether no outer query can lend `query` a column: it is the statement, a branch of a set
+    operation, a CTE or a FROM subquery of a query that is closed itself. A subquery in an
+    expression or a JOIN (DuckDB joins laterally when a name is not found inside) binds a name
+    its own FROM lacks to the outer query's column, so what it names need not be the PIVOT's."""
+    node = query
+    while (parent := node.parent) is not None:
+        if not isinstance(node, exp.With | exp.From) and not isinstance(
+            parent, exp.SetOperation | exp.CTE | exp.With | exp.Subquery | exp.From
+        ):
+            return False
+        node = parent
+    return True
 
 
 def _read_from(reader: exp.Select, source: exp.Expr, out: dict[str, str]) -> bool:
@@ -336,8 +361,14 @@ def _name_read(
     if not node.table and not alone:
         return None  # could be a column of another relation
     if node.name.lower() in aliases:
-        if node.find_ancestor(exp.Order) is not None:
-            return ""  # ORDER BY binds a select alias first
+        order = node.find_ancestor(exp.Order)
+        if (
+            order is not None
+            and order.parent is reader
+            and isinstance(node.parent, exp.Ordered)
+            and node.parent.parent is order
+        ):
+            return ""  # a bare ORDER BY item binds a select alias first (an expression: a column)
         own = node.find_ancestor(exp.Alias)
         if own is None or own.alias.lower() != node.name.lower() or own.parent is not reader:
             return None  # a select alias of the reader could be meant
@@ -360,7 +391,10 @@ def _by_suffix(names: list[str], aggregates: list[exp.Expr]) -> list[tuple[str, 
 def _data_defined(ons: list[exp.Expr], *, output: bool, catalog: bool) -> str:
     on = ", ".join(o.sql(dialect="duckdb") for o in ons)[:80]
     if not output:
-        why = "and what reads it takes `*` of it or names another relation could hold"
+        why = (
+            "and what reads it takes `*` of it or names another relation could hold (a join's,"
+            " an outer query's, a select alias's, a column list's)"
+        )
     elif not catalog:
         why = "and the model has no catalog columns"
     else:
