@@ -169,6 +169,11 @@ def _unnest(items: list[exp.Expr], name: exp.Identifier) -> exp.Expr:
 def _pivot(
     select: exp.Select, pivot: exp.Pivot, ctx: Context, *, output: bool, standard: bool
 ) -> None:
+    if _mixes_rows(select.args["from_"].this):
+        raise OpaqueError(
+            "PIVOT over an UNPIVOT, UNNEST or set operation: which source column reaches which"
+            " pivoted column depends on the rows' labels"
+        )
     aggregates = list(pivot.expressions if standard else pivot.args.get("using") or [])
     aggregates = aggregates or [exp.Count(this=exp.Star())]  # DuckDB's default: count(*)
     entries = list(pivot.args.get("fields") or [] if standard else pivot.expressions)
@@ -197,6 +202,34 @@ def _pivot(
     by = [k.unalias().copy() for k in keys] + [o.copy() for o in ons]
     if by:
         select.set("group", exp.Group(expressions=by))
+
+
+def _mixes_rows(source: exp.Expr) -> bool:
+    """Whether the rows a PIVOT reads may carry different source columns in one column (an
+    UNPIVOT's VALUE, an UNNEST of a list of columns, the branches of a UNION), following the CTEs
+    it names. Such a PIVOT's column `Q1` aggregates only the rows labelled Q1, which need not
+    read every column its argument traces to: the edge to the others would be false."""
+    seen: set[int] = set()
+    todo = [source]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.find(exp.Explode, exp.Unnest, exp.SetOperation) is not None or any(
+            p.args.get("unpivot") for p in node.find_all(exp.Pivot)
+        ):
+            return True
+        for table in node.find_all(exp.Table):
+            if table.args.get("db"):
+                continue
+            name, scope = table.name.lower(), table.parent
+            while scope is not None:
+                with_ = scope.args.get("with_")
+                if isinstance(with_, exp.With):
+                    todo += [c.this for c in with_.expressions if c.alias_or_name.lower() == name]
+                scope = scope.parent
+    return False
 
 
 def _fits(rest: list[str], keys: set[str], aggregates: list[exp.Expr], ctx: Context) -> bool:
