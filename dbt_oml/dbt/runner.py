@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from dbt_oml.artifacts import failure_summary, parse_time
+from dbt_oml.artifacts import Node, failure_summary, parse_time
 from dbt_oml.dbt.project import (
     ProjectOptions,
     catalogs_of,
@@ -72,11 +72,19 @@ class NodeStarted:
     started_at: datetime
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeFinished:
+    unique_id: str
+    status: str
+    """As run_results.json records it: success, error, skipped, pass, fail, warn, ..."""
+
+
 class Listener(Protocol):
     """Receives dbt's progress, in order, on one worker thread."""
 
     def on_invocation(self, context: DbtContext) -> None: ...
     def on_node_start(self, event: NodeStarted) -> None: ...
+    def on_node_finish(self, event: NodeFinished) -> None: ...
 
 
 @dataclass(slots=True)
@@ -140,6 +148,10 @@ def _context_from_dbt(invocation_id: str) -> DbtContext | None:
     )
 
 
+#: Seconds the end of a command waits for the listener to catch up before it goes on.
+CATCH_UP: Final = 30.0
+
+
 class Bridge:
     """dbt callback -> queue -> listener thread. The callback never raises."""
 
@@ -168,6 +180,7 @@ class Bridge:
             if self.context is not None:
                 self.items.put(self.context)
         if name == "CommandCompleted" and self.at_end is not None and self.context is not None:
+            self.caught_up()  # the listener has heard every node dbt finished
             self.at_end(self.context)  # in dbt's thread: dbt still holds its adapter here
         if name == "NodeStart":
             info = event.data.node_info
@@ -175,6 +188,11 @@ class Bridge:
             item = NodeStarted(unique_id=info.unique_id, started_at=started)
             self.node_starts.setdefault(item.unique_id, started)
             self.items.put(item)
+        elif name == "NodeFinished":
+            status = event.data.run_result.status
+            self.items.put(
+                NodeFinished(unique_id=event.data.node_info.unique_id, status=str(status).lower())
+            )
 
     def _drain(self) -> None:
         while True:
@@ -188,11 +206,21 @@ class Bridge:
                     self.listener.on_invocation(item)
                 elif isinstance(item, NodeStarted):
                     self.listener.on_node_start(item)
+                elif isinstance(item, NodeFinished):
+                    self.listener.on_node_finish(item)
                 elif callable(item):
                     item()  # queued by `enqueue`
             except Exception as e:
                 logger.debug("listener failed", exc_info=True)
                 self.errors.append(f"listener: {type(e).__name__}: {e}")
+
+    def caught_up(self) -> None:
+        """Wait (at most CATCH_UP seconds) until the listener has handled what is queued: the
+        end of the run waits for it anyway (`close`), and what runs at the end can then count on
+        having heard every node."""
+        heard = threading.Event()
+        self.items.put(heard.set)
+        heard.wait(CATCH_UP)
 
     def enqueue(self, work: Callable[[], None]) -> None:
         """Run `work` on the listener thread, after what is queued (a node START, then its end)."""
@@ -299,3 +327,15 @@ __all__ = [
     "run_dbt",
     "target_path_of",
 ]
+
+
+def compiled_file(target_path: Path, node: Node) -> str | None:
+    """The SQL dbt wrote for a node it compiled in this run (target/compiled/<package>/<file>),
+    or None."""
+    if not node.original_file_path:
+        return None
+    path = target_path / "compiled" / node.package_name / node.original_file_path
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -172,6 +172,38 @@ def _prepare() -> None:
     """A worker's start: the engine imported before there is work (see Prestarted)."""
     import sqlglot.optimizer.qualify  # noqa: F401 - the imports are the point
 
+    gc.set_threshold(GC_YOUNG, *gc.get_threshold()[1:])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Job:
+    """One model analysed alone in a worker, over the few relations it reads: a model dbt has
+    just finished (`Prestarted.submit`), while the rest of the run goes on."""
+
+    unique_id: str
+    sql: str
+    tables: Tables
+    case: Mapping[str, str]
+    dialect: str
+    default_catalog: str | None
+    own_columns: tuple[str, ...] = ()
+    timeout: float = MODEL_TIMEOUT
+
+
+def analyse_job(job: Job) -> Outcome:
+    """In a worker process: `job`'s model, within its time limit (never raises for the model)."""
+    worker = _Worker(
+        build_schema(job.tables, dialect=job.dialect),
+        job.case,
+        job.dialect,
+        job.default_catalog,
+        job.timeout,
+        analyse_one,
+        {job.unique_id: job.own_columns} if job.own_columns else {},
+        {job.unique_id: job.sql},
+    )
+    return _bounded(worker, job.unique_id, job.sql)
+
 
 def _start(setup: WorkerSetup) -> None:
     schema = build_schema(setup.tables, dialect=setup.dialect)
@@ -260,6 +292,23 @@ class Prestarted:
     def take(self) -> Any:
         pool, self._pool = self._pool, None
         return pool
+
+    def submit(self, job: Job, done: Callable[[Outcome], None]) -> bool:
+        """Analyse `job` in a worker; `done` hears its outcome, in the pool's result thread.
+        False when no worker runs (never started, taken, closed): nothing will be heard."""
+        pool = self._pool
+        if pool is None:
+            return False
+
+        def failed(error: BaseException) -> None:  # e.g. the job or its lineage did not pickle
+            done(f"analysis failed ({type(error).__name__}: {str(error)[:200]})")
+
+        try:
+            pool.apply_async(analyse_job, (job,), callback=done, error_callback=failed)
+        except (ValueError, OSError) as e:  # the pool is closing
+            logger.debug("lineage worker unavailable for %s (%s)", job.unique_id, e)
+            return False
+        return True
 
     def close(self) -> None:
         pool = self.take()

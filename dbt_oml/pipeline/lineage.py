@@ -10,13 +10,15 @@ from __future__ import annotations
 import csv
 import logging
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from dbt_oml.artifacts import (
+    Column,
     Manifest,
+    Node,
     RunArtifacts,
 )
 from dbt_oml.config import Settings
@@ -90,6 +92,39 @@ class NodeLineage(dict[str, ModelLineage]):
         if self.cache is None or self.cache.root != _cache_root(target_path):
             self.cache = lineage_cache(target_path, settings, project=project)  # reads nothing yet
         return self.cache
+
+
+class Spellings:
+    """Each name's spelling by the earliest relation of the manifest that has it, as the run's
+    catalog would spell it (the lineage engine gives names back in that spelling), for runs
+    that read the relations' columns a few at a time, as nodes finish (plugin mode, and a
+    build's lineage while dbt runs)."""
+
+    def __init__(self, manifest: Manifest) -> None:
+        self._rank = {uid: i for i, uid in enumerate(manifest.nodes)}
+        self._seen: dict[str, tuple[int, str]] = {}
+
+    def add(self, node: Node, columns: tuple[Column, ...]) -> None:
+        rank = self._rank.get(node.unique_id, len(self._rank))
+        table = node.identifier or node.name
+        for name in (node.database or "", node.schema or "", table, *(c.name for c in columns)):
+            known = self._seen.get(name.lower())
+            if known is None or rank < known[0]:
+                self._seen[name.lower()] = (rank, name)
+
+    def of(
+        self, nodes: Iterable[Node], columns: Mapping[str, tuple[Column, ...]]
+    ) -> dict[str, str]:
+        """lower-case name -> spelling, for the names of these relations and their columns."""
+        out: dict[str, str] = {}
+        for node in nodes:
+            table = node.identifier or node.name
+            names = (node.database or "", node.schema or "", table)
+            for name in (*names, *(c.name for c in columns.get(node.unique_id, ()))):
+                seen = self._seen.get(name.lower())
+                if seen is not None:
+                    out[name.lower()] = seen[1]
+        return out
 
 
 def prestart(settings: Settings, manifest: Manifest, target_path: Path) -> Prestarted | None:
@@ -226,6 +261,8 @@ def column_lineage_for(  # noqa: PLR0913 - keyword-only, each optional part of a
         started=started,
         settled=settled,
     )
+    hits, analysed = result.cache_hits, result.analysed
+    logger.debug("column lineage: %d models from the cache, %d analysed here", hits, analysed)
     if shared is not None or not done:  # else entries used elsewhere are unknown here: kept
         prune_cache(cache, artifacts, wanted)
     models = {**done, **{uid: lin for uid, lin in result.models.items() if uid in todo}}

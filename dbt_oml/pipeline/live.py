@@ -17,7 +17,13 @@ from dbt_oml.artifacts import Catalog, Manifest, RunArtifacts, read_manifest
 from dbt_oml.config import Settings, plan_settings
 from dbt_oml.dbt.catalog_file import write_catalog
 from dbt_oml.dbt.relation_columns import live_catalog
-from dbt_oml.dbt.runner import DbtContext, NodeStarted, compiled_everything, run_dbt
+from dbt_oml.dbt.runner import (
+    DbtContext,
+    NodeFinished,
+    NodeStarted,
+    compiled_everything,
+    run_dbt,
+)
 from dbt_oml.delivery.emitter import Delivery, Unconfigured
 from dbt_oml.errors import ArtifactError, ConfigError, DbtOmlError
 from dbt_oml.events.node_events import BUILD_COMMANDS, EventBuilder
@@ -39,6 +45,7 @@ from dbt_oml.pipeline.memory import quiet_gc
 from dbt_oml.pipeline.outbox import keep_durably, outbox_path
 from dbt_oml.pipeline.report import Progress, Report, phase
 from dbt_oml.pipeline.run_inputs import event_settings, invocation_of, namespaces_for
+from dbt_oml.pipeline.running import RunningLineage
 from dbt_oml.pipeline.sending import (
     add_bootstrap_plan,
     check_transport,
@@ -81,6 +88,7 @@ class LiveEmitter:
         self.live_catalog: tuple[Catalog | None, str | None] | None = None
         self.catalog_written = False  # catalog.json written as the build ended (dbt.catalog_file)
         self.started: Prestarted | None = None  # lineage workers started while dbt runs
+        self.running: RunningLineage | None = None  # they analyse each model dbt has built
         self.prestart = prestart
         self.held: list[RunEvent] | None = None  # until the manifest confirms an override
         self.refusal: ConfigError | None = None  # an override names no catalog: nothing is sent
@@ -141,6 +149,17 @@ class LiveEmitter:
             self.sent_starts.add(start.run.runId)
             self._send(start)
 
+    def on_node_finish(self, event: NodeFinished) -> None:
+        if self.running is not None:
+            self.running.finished(event.unique_id, event.status)
+
+    def await_running(self, progress: Progress | None) -> None:
+        """The analyses the lineage workers still have under way (`dbt-oml build`, cold pod)."""
+        if self.running is not None:
+            if waiting := self.running.submitted - self.running.answered:
+                phase(progress, f"column lineage of the last {waiting} models dbt built")
+            self.node_lineage = self.running.settle()
+
     def columns_at_end(self, context: DbtContext) -> None:
         """At the end of a command that gets node events but no `dbt docs generate` (`test`,
         or any with --no-docs-generate): the relations' real columns from the adapter dbt
@@ -151,6 +170,8 @@ class LiveEmitter:
         """
         if context.command not in BUILD_COMMANDS:
             return
+        if self.running is not None:
+            self.running.read_waiting()  # the models dbt finished last, to the workers
         if self.settings.dbt.docs_generate and context.command in CATALOG_COMMANDS:
             if compiled_everything(context):  # what `docs generate --no-compile` would write
                 problem = write_catalog(context.target_path)
@@ -189,6 +210,8 @@ class LiveEmitter:
             self.settle(manifest)
         if self.prestart and self.started is None and context.command in BUILD_COMMANDS:
             self.started = prestart(self.settings, manifest, context.target_path)
+            if self.started is not None:
+                self.running = RunningLineage(self.settings, manifest, context, self.started)
 
     def _send(self, event: RunEvent) -> None:
         _, _, delivery = self.wired()
@@ -330,6 +353,7 @@ def finish(
                 report.events_built += 1
                 delivery.send(builder.parent_end(at=ended_at, error=error))
             else:
+                live.await_running(progress)
                 terminal_events(
                     live,
                     artifacts,

@@ -17,7 +17,6 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from dbt_oml.artifacts import (
@@ -32,9 +31,10 @@ from dbt_oml.artifacts import (
     read_manifest,
 )
 from dbt_oml.dbt.relation_columns import dbt_adapter, relation_columns
+from dbt_oml.dbt.runner import compiled_file
 from dbt_oml.events.node_events import EventBuilder
 from dbt_oml.lineage.batch import ANALYSED_TYPES, analyse_models
-from dbt_oml.pipeline.lineage import NodeLineage, seed_headers
+from dbt_oml.pipeline.lineage import NodeLineage, Spellings, seed_headers
 
 if TYPE_CHECKING:
     from dbt_common.events.base_types import EventMsg
@@ -79,8 +79,7 @@ class NodeEnds:
         self.lineage = NodeLineage()
         """Models analysed here, with the disk cache they used (the end of the run prunes it)."""
         self._seeds: dict[str, tuple[str, ...]] = {}
-        self._order: dict[str, int] = {}
-        self._spelling: dict[str, tuple[int, str]] = {}
+        self._spellings: Spellings | None = None
 
     def on_node_finished(self, event: EventMsg, context: DbtContext | None) -> None:
         """In dbt's thread; raises nothing dbt-related is left to handle (the caller catches)."""
@@ -117,7 +116,7 @@ class NodeEnds:
             return None
         sql = None
         if node.resource_type != "seed":
-            sql = _compiled_sql(context, node)
+            sql = compiled_file(context.target_path, node)
             if sql is None:
                 return None  # the end of the run has run_results.json's compiled code
         result = replace(result, compiled_code=sql)
@@ -131,7 +130,7 @@ class NodeEnds:
             self._columns.update(found)
             self._read.update(n.unique_id for n in missing)
             for uid, columns in found.items():
-                self._spell(builder.manifest.nodes[uid], columns)
+                self._spelled(builder.manifest).add(builder.manifest.nodes[uid], columns)
         if result.status == "success" and node.resource_type in ANALYSED_TYPES and sql:
             self._analyse(builder, node, result, context)
         return builder.node_end(result, started)
@@ -148,7 +147,6 @@ class NodeEnds:
             return None
         self._manifest = manifest
         self._seeds = seed_headers(manifest, context.project_root)
-        self._order = {uid: i for i, uid in enumerate(manifest.nodes)}
         self._builder = EventBuilder(
             invocation=live.invocation,
             namespaces=live.namespaces,
@@ -195,7 +193,7 @@ class NodeEnds:
             dialect=context.adapter_type,
             default_catalog=context.catalogs[0].alias if context.catalogs else None,
             seed_headers=self._seeds,
-            spelling={name: spelled for name, (_, spelled) in self._spelling.items()},
+            spelling=self._spelled(manifest).of((manifest.nodes[uid] for uid in catalog), catalog),
             cache=self.lineage.cache_for(
                 context.target_path, self.live.settings, project=context.project_name
             ),
@@ -206,25 +204,10 @@ class NodeEnds:
         elif node.unique_id in found.opaque:
             self.live.report.opaque[node.unique_id] = found.opaque[node.unique_id]
 
-    def _spell(self, node: Node, columns: tuple[Column, ...]) -> None:
-        """Keep each name's spelling by the earliest relation in the manifest that has it."""
-        rank = self._order.get(node.unique_id, len(self._order))
-        table = node.identifier or node.name
-        for name in (node.database or "", node.schema or "", table, *(c.name for c in columns)):
-            known = self._spelling.get(name.lower())
-            if known is None or rank < known[0]:
-                self._spelling[name.lower()] = (rank, name)
-
-
-def _compiled_sql(context: DbtContext, node: Node) -> str | None:
-    """The SQL dbt wrote for the node (target/compiled/<package>/<file>), or None."""
-    if not node.original_file_path:
-        return None
-    path = context.target_path / "compiled" / node.package_name / node.original_file_path
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+    def _spelled(self, manifest: Manifest) -> Spellings:
+        if self._spellings is None:
+            self._spellings = Spellings(manifest)
+        return self._spellings
 
 
 def _result_of(event: EventMsg) -> NodeResult | None:

@@ -1,7 +1,7 @@
 """A cold pod's `dbt-oml build` of a project large enough for the lineage workers (issue 31):
-they start while dbt runs (lineage.workers.Prestarted) and analyse at the end; the events carry
-the column lineage a fresh analysis of the catalog gives (`dbt-oml emit` on a copy without the
-cache)."""
+they start while dbt runs (lineage.workers.Prestarted) and analyse each model as dbt finishes
+it (pipeline.running); the events carry the column lineage a fresh analysis of the catalog gives
+(`dbt-oml emit` on a copy without the cache)."""
 
 from __future__ import annotations
 
@@ -46,6 +46,9 @@ def _project(root: Path) -> Path:
             else "select * from {{ source('raw', 't') }} where id > " + str(i)
         )
         (models / f"m_{i:03d}.sql").write_text(body)
+    # the source named without source(): the workers see a model that reads nothing
+    (models / "hard_star.sql").write_text("select * from raw.main.t")
+    (models / "hard_named.sql").write_text("select id, a from raw.main.t")
     return root
 
 
@@ -60,12 +63,17 @@ def _lineage(events: list[dict[str, Any]], project: Path) -> dict[str, Any]:
 
 def test_a_cold_large_build_gives_the_lineage_a_fresh_analysis_gives(tmp_path: Path) -> None:
     project = _project(tmp_path / "early")
-    build = run_cli(["build", "--profiles-dir", "."], cwd=project)
+    build = run_cli(["build", "--profiles-dir", ".", "--oml-log-level", "DEBUG"], cwd=project)
     assert build.returncode == 0, build.stderr[-3000:]
-    assert f"column lineage for {MODELS} model(s); 0 opaque" in build.stderr
+    assert f"column lineage for {MODELS + 2} model(s); 0 opaque" in build.stderr
+    # each model analysed by the workers as dbt finished it, over the relations it reads (the
+    # `*` over the table named without source() from the model's own columns); the end only
+    # looked them up, and its lineage is a fresh analysis's over every relation (below)
+    assert f"column lineage: {MODELS + 2} models analysed while dbt ran" in build.stderr
+    assert f"column lineage: {MODELS + 2} models from the cache, 0 analysed here" in build.stderr
     copy = tmp_path / "copy"
     shutil.copytree(project, copy, ignore=shutil.ignore_patterns("lineage-cache", "logs"))
     emit = run_cli(["emit", "--profiles-dir", "."], cwd=copy)
     assert emit.returncode == 0, emit.stderr[-3000:]
     assert _lineage(build.events, project) == _lineage(emit.events, copy)
-    assert len(_lineage(build.events, project)) == MODELS
+    assert len(_lineage(build.events, project)) == MODELS + 2

@@ -1,0 +1,181 @@
+"""A cold pod's `dbt-oml build`: each model analysed in the lineage workers as dbt finishes it.
+
+dbt runs its nodes in its own threads and, on two cores, leaves much of the second one idle; the
+lineage workers (`lineage.workers.Prestarted`, started when dbt loaded the manifest) analyse each
+model there as soon as it is built, so that after dbt's `Done.` the column lineage is mostly
+cache lookups (issue 31 item 3).
+
+On the listener thread, once a second (and once more as dbt's command completes): the columns
+of the models finished since and of the relations they read, in one query through the adapter
+dbt holds (each relation read once per run); then per model its compiled SQL from
+target/compiled, its plan and cache key (`lineage.early.plan_alone`), and the job to a worker.
+Each lineage found goes into the run's lineage cache under that key. The end of the run computes
+every key again from catalog.json and takes an analysis only under its own key, so nothing here
+can change an event: a model whose SQL or columns came out otherwise, found opaque, or not
+answered yet, is analysed there, as before. Anything that goes wrong here costs only speed: a
+debug line, and the end does the work.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
+
+from dbt_oml.artifacts import Column, Manifest, Node
+from dbt_oml.dbt.relation_columns import dbt_adapter, relation_columns
+from dbt_oml.dbt.runner import compiled_file
+from dbt_oml.lineage.batch import ANALYSED_TYPES
+from dbt_oml.lineage.early import Planned, file_read_sources, plan_alone
+from dbt_oml.lineage.workers import MODEL_TIMEOUT, SLACK, Outcome, Prestarted
+from dbt_oml.pipeline.lineage import NodeLineage, Spellings, lineage_cache
+
+if TYPE_CHECKING:
+    from dbt_oml.config import Settings
+    from dbt_oml.dbt.runner import DbtContext
+
+logger = logging.getLogger(__name__)
+
+#: Seconds between two reads of the finished models' columns while dbt runs. One query per
+#: model, through dbt's adapter, held dbt's own threads up (+6 s on a build of 500 models).
+BATCH: Final = 1.0
+#: Seconds `settle` waits for the next answer: each job has its own time limit in the worker,
+#: so a longer silence is a worker that stopped answering.
+PATIENCE: Final = MODEL_TIMEOUT + SLACK
+
+
+class RunningLineage:
+    """The models of one `dbt-oml build` analysed as dbt finishes them, into the run's cache."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        manifest: Manifest,
+        context: DbtContext,
+        started: Prestarted,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.manifest = manifest
+        self.context = context
+        self.started = started
+        self.known = NodeLineage()
+        """Given to the end of the run as `known`: no lineage of its own, only the cache."""
+        self.known.cache = lineage_cache(
+            context.target_path, settings, project=context.project_name
+        )
+        self.submitted = 0
+        self.answered = 0
+        self._files = file_read_sources(manifest)
+        self._columns: dict[str, tuple[Column, ...]] = {}
+        self._spellings = Spellings(manifest)
+        self._lock = threading.Condition()
+        self._reading = threading.Lock()
+        self._waiting: list[Node] = []
+        self._clock = clock
+        self._read_at = -BATCH
+
+    def finished(self, unique_id: str, status: str) -> None:
+        """On the listener thread: a node dbt has finished. Never raises."""
+        node = self.manifest.nodes.get(unique_id)
+        if status != "success" or node is None or not _analysable(node):
+            return
+        with self._reading:
+            self._waiting.append(node)
+        if self._clock() - self._read_at >= BATCH:
+            self.read_waiting()
+
+    def read_waiting(self) -> None:
+        """Read the columns of the models waiting and of the relations they read (one query),
+        and hand the models to the workers. Called when dbt ends too, while it still holds its
+        adapter (the models dbt finished last). Never raises."""
+        with self._reading:
+            waiting, self._waiting = self._waiting, []
+            self._read_at = self._clock()
+            try:
+                self._read_columns(waiting)
+            except Exception:  # the end of the run analyses them
+                logger.debug("columns not read while dbt ran", exc_info=True)
+                return
+            for node in waiting:
+                try:
+                    self._submit(node)
+                except Exception:  # the end of the run analyses it
+                    logger.debug("column lineage of %s: at the end", node.unique_id, exc_info=True)
+
+    def settle(self, patience: float = PATIENCE) -> NodeLineage:
+        """Wait for the analyses under way; when no answer comes for `patience` seconds, the
+        workers are stopped (the end of the run analyses what did not come back)."""
+        with self._lock:
+            while self.answered < self.submitted:
+                if not self._lock.wait_for(functools.partial(self._heard, self.answered), patience):
+                    logger.warning(
+                        "column lineage: no lineage worker answered for %g s; stopped", patience
+                    )
+                    self.started.close()
+                    self.submitted = self.answered
+        logger.debug("column lineage: %d models analysed while dbt ran", self.answered)
+        return self.known
+
+    def _heard(self, answers: int) -> bool:
+        return self.answered != answers
+
+    def _read_columns(self, waiting: list[Node]) -> None:
+        unread = {
+            n.unique_id: n
+            for node in waiting
+            for n in (node, *self.manifest.relations_read(node))
+            if n.unique_id not in self._columns
+        }
+        adapter = dbt_adapter()
+        if not unread or adapter is None:
+            return
+        found = relation_columns(adapter, unread.values())
+        for uid, n in unread.items():
+            self._columns[uid] = found.get(uid, ())
+            self._spellings.add(n, self._columns[uid])
+
+    def _submit(self, node: Node) -> None:
+        sql = compiled_file(self.context.target_path, node)
+        relations = [node, *self.manifest.relations_read(node)]
+        if sql is None or any(n.unique_id not in self._columns for n in relations):
+            return
+        columns = {n.unique_id: self._columns[n.unique_id] for n in relations}
+        with self._lock:  # the cache is shared with the answers' thread
+            planned = plan_alone(
+                self.manifest,
+                node,
+                sql=sql,
+                columns={uid: cols for uid, cols in columns.items() if cols},
+                file_reads=self._files,
+                dialect=self.context.adapter_type,
+                default_catalog=self.context.catalogs[0].alias if self.context.catalogs else None,
+                spelling=self._spellings.of(relations, columns),
+                cache=self.known.cache,
+            )
+            if planned is None:
+                return
+            self.submitted += 1
+        if not self.started.submit(planned.job, functools.partial(self._answer, planned)):
+            with self._lock:
+                self.submitted -= 1
+                self._lock.notify_all()
+
+    def _answer(self, planned: Planned, outcome: Outcome) -> None:
+        """In the pool's result thread: cache the lineage found. A model found opaque is left to
+        the end of the run, which analyses it over the schema of every relation: a verdict over
+        the few relations it was seen to read here (say, `*` over a table it names without
+        ref()) must not stand for the end's."""
+        with self._lock:
+            cache = self.known.cache
+            if cache is not None and not isinstance(outcome, str):
+                cache.put(planned.key, outcome)
+            self.answered += 1
+            self._lock.notify_all()
+
+
+def _analysable(node: Node) -> bool:
+    return node.resource_type in ANALYSED_TYPES and node.materialized != "ephemeral"
