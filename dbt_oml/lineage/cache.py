@@ -182,9 +182,13 @@ class DiskCache:
         )
 
     def put(self, key: str, value: ModelLineage | Lasting) -> None:
+        self.put_entry(key, outcome_to_json(value))
+
+    def put_entry(self, key: str, text: str) -> None:
+        """`put` of an entry already encoded (codec.outcome_to_json), as a worker made it."""
         self.used.add(key)
         self._analysed.add(key)
-        self._new[key] = outcome_to_json(value)
+        self._new[key] = text
 
     def flush(self) -> None:
         """Write the entries added since the last flush, as one new pack file."""

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from dbt_oml.errors import LineageError
+from dbt_oml.lineage.codec import outcome_to_json
 from dbt_oml.lineage.model import ModelLineage, build_schema, column_lineage
 from dbt_oml.lineage.types import Lasting
 
@@ -190,6 +191,16 @@ class Job:
     timeout: float = MODEL_TIMEOUT
 
 
+def analyse_job_text(job: Job) -> tuple[bool, str]:
+    """In a worker process: `job`'s model as (True, its lineage cache entry) or (False, why it
+    is opaque). The entry goes back as one string: the parent, whose other threads run dbt,
+    stores it as it comes, with no objects to unpickle or encode."""
+    outcome = analyse_job(job)
+    if isinstance(outcome, str):
+        return False, str(outcome)
+    return True, outcome_to_json(outcome)
+
+
 def analyse_job(job: Job) -> Outcome:
     """In a worker process: `job`'s model, within its time limit (never raises for the model)."""
     worker = _Worker(
@@ -293,18 +304,19 @@ class Prestarted:
         pool, self._pool = self._pool, None
         return pool
 
-    def submit(self, job: Job, done: Callable[[Outcome], None]) -> bool:
-        """Analyse `job` in a worker; `done` hears its outcome, in the pool's result thread.
-        False when no worker runs (never started, taken, closed): nothing will be heard."""
+    def submit(self, job: Job, done: Callable[[tuple[bool, str]], None]) -> bool:
+        """Analyse `job` in a worker; `done` hears `analyse_job_text`'s answer, in the pool's
+        result thread. False when no worker runs (never started, taken, closed): nothing will
+        be heard."""
         pool = self._pool
         if pool is None:
             return False
 
-        def failed(error: BaseException) -> None:  # e.g. the job or its lineage did not pickle
-            done(f"analysis failed ({type(error).__name__}: {str(error)[:200]})")
+        def failed(error: BaseException) -> None:  # e.g. the job did not pickle
+            done((False, f"analysis failed ({type(error).__name__}: {str(error)[:200]})"))
 
         try:
-            pool.apply_async(analyse_job, (job,), callback=done, error_callback=failed)
+            pool.apply_async(analyse_job_text, (job,), callback=done, error_callback=failed)
         except (ValueError, OSError) as e:  # the pool is closing
             logger.debug("lineage worker unavailable for %s (%s)", job.unique_id, e)
             return False

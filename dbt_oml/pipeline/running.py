@@ -22,6 +22,7 @@ import functools
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
@@ -30,7 +31,7 @@ from dbt_oml.dbt.relation_columns import dbt_adapter, relation_columns
 from dbt_oml.dbt.runner import compiled_file
 from dbt_oml.lineage.batch import ANALYSED_TYPES
 from dbt_oml.lineage.early import Planned, file_read_sources, plan_alone
-from dbt_oml.lineage.workers import MODEL_TIMEOUT, SLACK, Outcome, Prestarted
+from dbt_oml.lineage.workers import MODEL_TIMEOUT, SLACK, Prestarted
 from dbt_oml.pipeline.lineage import NodeLineage, Spellings, lineage_cache
 
 if TYPE_CHECKING:
@@ -77,6 +78,10 @@ class RunningLineage:
         self._waiting: list[Node] = []
         self._clock = clock
         self._read_at = -BATCH
+        self._queued: deque[Planned] = deque()
+        self._in_flight = 0
+        self._limit = max(started.workers - 1, 1)
+        """Analyses in flight while dbt runs: a core stays dbt's (its threads and DuckDB's)."""
 
     def finished(self, unique_id: str, status: str) -> None:
         """On the listener thread: a node dbt has finished. Never raises."""
@@ -110,6 +115,9 @@ class RunningLineage:
         """Wait for the analyses under way; when no answer comes for `patience` seconds, the
         workers are stopped (the end of the run analyses what did not come back)."""
         with self._lock:
+            self._limit = self.started.workers  # dbt is done: every worker
+        self._dispatch()
+        with self._lock:
             while self.answered < self.submitted:
                 if not self._lock.wait_for(functools.partial(self._heard, self.answered), patience):
                     logger.warning(
@@ -117,6 +125,7 @@ class RunningLineage:
                     )
                     self.started.close()
                     self.submitted = self.answered
+                    self._queued.clear()
         logger.debug("column lineage: %d models analysed while dbt ran", self.answered)
         return self.known
 
@@ -159,22 +168,39 @@ class RunningLineage:
             if planned is None:
                 return
             self.submitted += 1
-        if not self.started.submit(planned.job, functools.partial(self._answer, planned)):
-            with self._lock:
-                self.submitted -= 1
-                self._lock.notify_all()
+            self._queued.append(planned)
+        self._dispatch()
 
-    def _answer(self, planned: Planned, outcome: Outcome) -> None:
-        """In the pool's result thread: cache the lineage found. A model found opaque is left to
-        the end of the run, which analyses it over the schema of every relation: a verdict over
-        the few relations it was seen to read here (say, `*` over a table it names without
-        ref()) must not stand for the end's."""
+    def _dispatch(self) -> None:
+        """Hand queued models to the workers, up to the limit in flight."""
+        while True:
+            with self._lock:
+                if self._in_flight >= self._limit or not self._queued:
+                    return
+                planned = self._queued.popleft()
+                self._in_flight += 1
+            if not self.started.submit(planned.job, functools.partial(self._answer, planned.key)):
+                with self._lock:  # no workers any more: the end of the run analyses them
+                    self.submitted -= 1 + len(self._queued)
+                    self._in_flight -= 1
+                    self._queued.clear()
+                    self._lock.notify_all()
+                return
+
+    def _answer(self, key: str, answer: tuple[bool, str]) -> None:
+        """In the pool's result thread: cache the lineage found (an entry the worker encoded).
+        A model found opaque is left to the end of the run, which analyses it over the schema
+        of every relation: a verdict over the few relations it was seen to read here (say, `*`
+        over a table it names without ref()) must not stand for the end's."""
+        found, entry = answer
         with self._lock:
             cache = self.known.cache
-            if cache is not None and not isinstance(outcome, str):
-                cache.put(planned.key, outcome)
+            if cache is not None and found:
+                cache.put_entry(key, entry)
             self.answered += 1
+            self._in_flight -= 1
             self._lock.notify_all()
+        self._dispatch()
 
 
 def _analysable(node: Node) -> bool:

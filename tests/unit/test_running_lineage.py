@@ -3,14 +3,15 @@ into the run's cache; what they find opaque or never answer is left to the end o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from dbt_oml.artifacts import read_manifest
+from dbt_oml.lineage.codec import outcome_to_json
 from dbt_oml.lineage.early import Planned
 from dbt_oml.lineage.model import ModelLineage
-from dbt_oml.lineage.types import Lasting
 from dbt_oml.lineage.workers import Job, Prestarted
 from dbt_oml.pipeline.running import RunningLineage
 from tests.support.live_pipeline import ARTIFACTS, dbt_context, settings_in
@@ -37,20 +38,13 @@ def _running(tmp_path: Path, started: Prestarted) -> RunningLineage:
     return RunningLineage(settings_in(tmp_path), manifest, dbt_context(tmp_path), started)
 
 
-def _planned(key: str) -> Planned:
-    job = Job(
-        unique_id=MODEL, sql="select 1", tables={}, case={}, dialect="duckdb", default_catalog=None
-    )
-    return Planned(key=key, job=job)
-
-
 def test_lineage_is_cached_an_opaque_verdict_is_left_to_the_end(tmp_path: Path) -> None:
     running = _running(tmp_path, Silent())
-    running.submitted = 3
+    running.submitted = running._in_flight = 3
     found = ModelLineage(columns=())
-    running._answer(_planned("found"), found)
-    running._answer(_planned("star"), Lasting("`*` over a relation whose columns are unknown"))
-    running._answer(_planned("slow"), "analysis took longer than 30 s (given up)")
+    running._answer("found", (True, outcome_to_json(found)))
+    running._answer("star", (False, "`*` over a relation whose columns are unknown"))
+    running._answer("slow", (False, "analysis took longer than 30 s (given up)"))
     known = running.settle()
     assert known.cache is not None
     assert known.cache.get("found") == found
@@ -64,8 +58,8 @@ def test_workers_that_stop_answering_are_stopped_and_the_end_goes_on(
 ) -> None:
     silent = Silent()
     running = _running(tmp_path, silent)
-    running.submitted = 2
-    running._answer(_planned("one"), ModelLineage(columns=()))
+    running.submitted = running._in_flight = 2
+    running._answer("one", (True, outcome_to_json(ModelLineage(columns=()))))
     with caplog.at_level("WARNING"):
         running.settle(patience=0.05)
     assert silent.closed
@@ -78,3 +72,45 @@ def test_a_node_that_failed_or_is_no_model_is_not_planned(tmp_path: Path) -> Non
     running.finished("seed.jaffle_oml.country_codes", "success")
     running.finished("model.jaffle_oml.nowhere", "success")
     assert running._waiting == []
+
+
+class Held(Prestarted):
+    """Two workers that answer only when told to (`answer_next`)."""
+
+    def __init__(self) -> None:
+        super().__init__(workers=2)
+        self.jobs: list[tuple[Job, Callable[[tuple[bool, str]], None]]] = []
+
+    def submit(self, job: Job, done: Callable[[tuple[bool, str]], None]) -> bool:
+        self.jobs.append((job, done))
+        return True
+
+    def answer_next(self, answered: int) -> None:
+        self.jobs[answered][1]((True, outcome_to_json(ModelLineage(columns=()))))
+
+
+def test_while_dbt_runs_one_core_stays_dbts_then_every_worker_takes_the_rest(
+    tmp_path: Path,
+) -> None:
+    held = Held()
+    running = _running(tmp_path, held)
+    for key in ("a", "b", "c"):
+        job = Job(
+            unique_id=key,
+            sql="select 1",
+            tables={},
+            case={},
+            dialect="duckdb",
+            default_catalog=None,
+        )
+        running.submitted += 1
+        running._queued.append(Planned(key=key, job=job))
+    running._dispatch()
+    assert [j.unique_id for j, _ in held.jobs] == ["a"]  # one in flight: the other core is dbt's
+    held.answer_next(0)
+    assert [j.unique_id for j, _ in held.jobs] == ["a", "b"]
+    held.answer_next(1)
+    held.answer_next(2)
+    known = running.settle(patience=0.05)
+    assert known.cache is not None
+    assert all(known.cache.get(k) == ModelLineage(columns=()) for k in "abc")
