@@ -84,7 +84,6 @@ class Listener(Protocol):
 
     def on_invocation(self, context: DbtContext) -> None: ...
     def on_node_start(self, event: NodeStarted) -> None: ...
-    def on_node_finish(self, event: NodeFinished) -> None: ...
 
 
 @dataclass(slots=True)
@@ -156,10 +155,14 @@ class Bridge:
     """dbt callback -> queue -> listener thread. The callback never raises."""
 
     def __init__(
-        self, listener: Listener | None, at_end: Callable[[DbtContext], None] | None = None
+        self,
+        listener: Listener | None,
+        at_end: Callable[[DbtContext], None] | None = None,
+        on_finished: Callable[[NodeFinished], None] | None = None,
     ) -> None:
         self.listener = listener
         self.at_end = at_end
+        self.on_finished = on_finished
         self.items: queue.Queue[object] = queue.Queue()
         self.context: DbtContext | None = None
         self.node_starts: dict[str, datetime] = {}
@@ -188,11 +191,11 @@ class Bridge:
             item = NodeStarted(unique_id=info.unique_id, started_at=started)
             self.node_starts.setdefault(item.unique_id, started)
             self.items.put(item)
-        elif name == "NodeFinished":
-            status = event.data.run_result.status
-            self.items.put(
-                NodeFinished(unique_id=event.data.node_info.unique_id, status=str(status).lower())
-            )
+        elif name == "NodeFinished" and self.on_finished is not None:
+            status = str(event.data.run_result.status).lower()
+            # in dbt's thread, which still holds its connection: dbt closes every connection
+            # when its run ends, a query of another thread's included (dbt then fails)
+            self.on_finished(NodeFinished(unique_id=event.data.node_info.unique_id, status=status))
 
     def _drain(self) -> None:
         while True:
@@ -206,8 +209,6 @@ class Bridge:
                     self.listener.on_invocation(item)
                 elif isinstance(item, NodeStarted):
                     self.listener.on_node_start(item)
-                elif isinstance(item, NodeFinished):
-                    self.listener.on_node_finish(item)
                 elif callable(item):
                     item()  # queued by `enqueue`
             except Exception as e:
@@ -236,14 +237,17 @@ def run_dbt(
     listener: Listener | None = None,
     *,
     at_end: Callable[[DbtContext], None] | None = None,
+    on_finished: Callable[[NodeFinished], None] | None = None,
 ) -> DbtInvocation:
     """Run one dbt command in this process, feeding node starts to `listener` as they happen.
 
-    `at_end` is called when the command completes, while dbt still holds its adapter.
+    `at_end` is called when the command completes, while dbt still holds its adapter;
+    `on_finished` as each node finishes, in the dbt thread that ran it (it may use the adapter
+    there: never from another thread).
     """
     from dbt.cli.main import dbtRunner
 
-    bridge = Bridge(listener, at_end)
+    bridge = Bridge(listener, at_end, on_finished)
     try:
         result = dbtRunner(callbacks=[bridge.callback]).invoke(list(args))
     finally:

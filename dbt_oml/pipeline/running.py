@@ -5,10 +5,12 @@ lineage workers (`lineage.workers.Prestarted`, started when dbt loaded the manif
 model there as soon as it is built, so that after dbt's `Done.` the column lineage is mostly
 cache lookups (issue 31 item 3).
 
-On the listener thread, once a second (and once more as dbt's command completes): the columns
-of the models finished since and of the relations they read, in one query through the adapter
-dbt holds (each relation read once per run); then per model its compiled SQL from
-target/compiled, its plan and cache key (`lineage.early.plan_alone`), and the job to a worker.
+In the dbt thread that finished a model, once a second (and once more as dbt's command
+completes): the columns of the models finished since and of the relations they read, in one
+query through that thread's connection (each relation read once per run; never from a thread of
+ours: dbt closes every connection as its run ends, and a query still running on one fails dbt);
+then per model its compiled SQL from target/compiled, its plan and cache key
+(`lineage.early.plan_alone`), and the job to a worker.
 Each lineage found goes into the run's lineage cache under that key. The end of the run computes
 every key again from catalog.json and takes an analysis only under its own key, so nothing here
 can change an event: a model whose SQL or columns came out otherwise, found opaque, or not
@@ -84,22 +86,32 @@ class RunningLineage:
         """Analyses in flight while dbt runs: a core stays dbt's (its threads and DuckDB's)."""
 
     def finished(self, unique_id: str, status: str) -> None:
-        """On the listener thread: a node dbt has finished. Never raises."""
+        """In the dbt thread that ran the node, as it finishes. Never raises."""
         node = self.manifest.nodes.get(unique_id)
         if status != "success" or node is None or not _analysable(node):
             return
-        with self._reading:
+        with self._lock:
             self._waiting.append(node)
-        if self._clock() - self._read_at >= BATCH:
-            self.read_waiting()
+            due = self._clock() - self._read_at >= BATCH
+        if due and self._reading.acquire(blocking=False):  # else another dbt thread reads now
+            try:
+                self._read_waiting()
+            finally:
+                self._reading.release()
 
     def read_waiting(self) -> None:
-        """Read the columns of the models waiting and of the relations they read (one query),
-        and hand the models to the workers. Called when dbt ends too, while it still holds its
-        adapter (the models dbt finished last). Never raises."""
+        """The models dbt finished last, as its command completes (in dbt's thread, while it
+        still holds its adapter). Never raises."""
         with self._reading:
+            self._read_waiting()
+
+    def _read_waiting(self) -> None:
+        """Read the columns of the models waiting and of the relations they read (one query
+        through the adapter, in a dbt thread) and hand the models to the workers."""
+        with self._lock:
             waiting, self._waiting = self._waiting, []
             self._read_at = self._clock()
+        if waiting:
             try:
                 self._read_columns(waiting)
             except Exception:  # the end of the run analyses them
