@@ -231,10 +231,10 @@ def _incremental(build: Build, uid: str) -> bool:
 
 def code_changes(state: Path, current: Path) -> set[str]:
     """The nodes whose code differs between two manifests, as dbt's `state:modified` sees it:
-    the node's file, or a macro it calls (through the macros those call). An incremental model
-    whose compiled SQL differs with neither is the other `is_incremental()` branch (a first
-    build against a later compile): no change of its own. Any other compiled difference (a
-    var, an env_var) still counts."""
+    the node's file, a macro it calls (through the macros those call), or an ephemeral model
+    whose SQL it inlines (and theirs). An incremental model whose compiled SQL differs with none
+    of them is the other `is_incremental()` branch (a first build against a later compile): no
+    change of its own. Any other compiled difference (a var, an env_var) still counts."""
     old, new = (json.loads(path.read_text(encoding="utf-8")) for path in (state, current))
     memo: dict[tuple[int, str], str] = {}
 
@@ -249,12 +249,21 @@ def code_changes(state: Path, current: Path) -> set[str]:
             )
         return memo[key]
 
-    def code(doc: dict[str, Any], uid: str) -> str | None:
-        node = (doc.get("nodes") or {}).get(uid)
+    def code(doc: dict[str, Any], uid: str, inlining: frozenset[str] = frozenset()) -> str | None:
+        nodes = doc.get("nodes") or {}
+        node = nodes.get(uid)
         if node is None:
             return None
         calls = ((node.get("depends_on") or {}).get("macros")) or []
         checksum = (node.get("checksum") or {}).get("checksum")
-        return str(checksum) + "".join(macros(doc, c, set()) for c in sorted(calls))
+        inlined = [  # an ephemeral model's SQL is part of its readers' own
+            code(doc, parent, inlining | {uid}) or ""
+            for parent in sorted(((node.get("depends_on") or {}).get("nodes")) or [])
+            if parent not in inlining
+            and ((nodes.get(parent) or {}).get("config") or {}).get("materialized") == "ephemeral"
+        ]
+        return (
+            str(checksum) + "".join(macros(doc, c, set()) for c in sorted(calls)) + "".join(inlined)
+        )
 
     return {uid for uid in new.get("nodes") or {} if code(old, uid) != code(new, uid)}

@@ -149,7 +149,7 @@ class LiveEmitter:
             self.sent_starts.add(start.run.runId)
             self._send(start)
 
-    def on_node_finish(self, event: NodeFinished) -> None:
+    def node_done(self, event: NodeFinished) -> None:
         """In the dbt thread that ran the node (`run_dbt`'s on_finished)."""
         if self.running is not None:
             self.running.finished(event.unique_id, event.status)
@@ -248,9 +248,7 @@ def build(
         announce()
     live = LiveEmitter(settings, cwd=cwd, report=report, redactor=redactor, prestart=True)
     with suppressed():  # the dbt plugin stays inert inside dbt-oml's own dbt runs
-        invocation = run_dbt(
-            dbt_args, live, at_end=live.columns_at_end, on_finished=live.on_node_finish
-        )
+        invocation = run_dbt(dbt_args, live, at_end=live.columns_at_end, on_finished=live.node_done)
         report.dbt_return_code = invocation.return_code
         report.dbt_error = invocation.error
         report.problems += invocation.listener_errors

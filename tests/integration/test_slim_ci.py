@@ -134,6 +134,22 @@ CASES = {
             "revenue_by_country",
         },
     ),
+    # a value in an ephemeral model, inlined into an incremental reader: that reader's compiled
+    # SQL is its own change, not the other is_incremental() branch (found by the generated test)
+    "an ephemeral model's value": (
+        "models/staging/stg_payments.sql",
+        "    amount_cents / 100.0 as amount",
+        "    nullif(amount_cents / 100.0, amount_cents / 100.0) as amount",
+        {  # the ephemeral model itself is no relation to build
+            "core_orders",
+            "core_open_balances",
+            "core_order_audit",
+            "core_customer_stats",
+            "dim_customers",
+            "fct_orders",
+            "revenue_by_country",
+        },
+    ),
     # one aggregate's value: dim_customers reads other columns of it
     "an aggregate": (
         "models/core/core_customer_stats.sql",
