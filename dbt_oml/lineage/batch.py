@@ -231,17 +231,10 @@ def analyse_models(  # noqa: PLR0913 - keyword-only options with defaults; 30 ca
     """
     tables = _Tables(case=dict(spelling or {}))
     tables.add_all(artifacts, known_columns(artifacts, seed_headers=seed_headers, extra=extra))
-    run = _Analysis(
-        artifacts=artifacts,
-        dialect=dialect,
-        default_catalog=default_catalog,
-        cache=cache,
-        analyse=analyse,
-        tables=tables,
-        schema=_LazySchema(tables, dialect),
-        own=_own_columns(artifacts),
-        settled=settled or _unheard,
+    run = _Analysis.over(
+        artifacts, tables, dialect=dialect, default_catalog=default_catalog, cache=cache
     )
+    run.analyse, run.settled = analyse, settled or _unheard
     todo = run.plan(wanted)
     total, finished = len(todo), 0
     run.progress = (lambda done: progress(done, total)) if progress is not None else None
@@ -286,6 +279,29 @@ class _Analysis:
     report: LineageReport = field(default_factory=LineageReport)
     progress: Callable[[int], None] | None = None
     """Hears how many models the workers have analysed, every 50 and at the end."""
+
+    @classmethod
+    def over(
+        cls,
+        artifacts: RunArtifacts,
+        tables: _Tables,
+        *,
+        dialect: str,
+        default_catalog: str | None,
+        cache: LineageCache | None,
+    ) -> _Analysis:
+        """An analysis of `artifacts` over the relations' columns in `tables`."""
+        return cls(
+            artifacts=artifacts,
+            dialect=dialect,
+            default_catalog=default_catalog,
+            cache=cache,
+            analyse=analyse_one,
+            tables=tables,
+            schema=_LazySchema(tables, dialect),
+            own=_own_columns(artifacts),
+            settled=_unheard,
+        )
 
     def plan(self, wanted: set[str]) -> list[_Job]:
         """The models to analyse, in dependency order; cached and SQL-less ones are settled."""

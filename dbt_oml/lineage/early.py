@@ -28,13 +28,10 @@ from dbt_oml.artifacts import (
 from dbt_oml.lineage.batch import (
     LineageCache,
     _Analysis,
-    _LazySchema,
-    _own_columns,
     _Tables,
-    _unheard,
     file_sources,
 )
-from dbt_oml.lineage.workers import Job, analyse_one
+from dbt_oml.lineage.workers import Job
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,16 +81,8 @@ def plan_alone(  # noqa: PLR0913 - keyword-only, what one model's plan is made o
     for uid, found in columns.items():
         if uid in nodes and found:
             tables.add(nodes[uid], found)
-    run = _Analysis(
-        artifacts=artifacts,
-        dialect=dialect,
-        default_catalog=default_catalog,
-        cache=cache,
-        analyse=analyse_one,
-        tables=tables,
-        schema=_LazySchema(tables, dialect),
-        own=_own_columns(artifacts),
-        settled=_unheard,
+    run = _Analysis.over(
+        artifacts, tables, dialect=dialect, default_catalog=default_catalog, cache=cache
     )
     for planned, text, key in run.plan({node.unique_id}):
         if planned.unique_id == node.unique_id:

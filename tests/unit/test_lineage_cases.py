@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from dbt_oml.errors import LineageError
-from dbt_oml.lineage.model import ModelLineage, build_schema, column_lineage, schema_case
+from dbt_oml.lineage.model import build_schema, column_lineage, schema_case
 from tests.conftest import SHARED
+from tests.support.lineage_cases import analyse_case
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 SHARED_CASES = SHARED / "lineage-cases" / "cases.json"
@@ -37,18 +38,6 @@ def _low(parts: Any) -> Key:
     return tuple(str(p).lower() for p in parts)  # type: ignore[return-value]
 
 
-def _analyse(case: dict[str, Any]) -> ModelLineage:
-    return column_lineage(
-        case["sql"],
-        schema=build_schema(case["schema"], dialect="duckdb"),
-        unique_id=case["id"],
-        default_catalog=case.get("default_catalog"),
-        default_schema=case.get("default_schema"),
-        case=schema_case(case["schema"]),
-        own_columns=case.get("own_columns", ()),
-    )
-
-
 def _params() -> list[Any]:
     return [pytest.param(case, id=case["id"]) for case in CASES]
 
@@ -67,9 +56,9 @@ def _shared() -> list[dict[str, Any]]:
 def test_case(case: dict[str, Any]) -> None:
     if case.get("opaque"):
         with pytest.raises(LineageError, match=case["opaque"]):
-            _analyse(case)
+            analyse_case(case)
         return
-    lineage = _analyse(case)
+    lineage = analyse_case(case)
     got = {
         e.output.lower(): {_low((s.catalog, s.schema, s.table, s.column)) for s, _ in e.inputs}
         for e in lineage.columns

@@ -50,7 +50,7 @@ import duckdb
 import pytest
 
 from dbt_oml.errors import LineageError
-from dbt_oml.lineage.model import ModelLineage, build_schema, column_lineage, schema_case
+from tests.support.lineage_cases import analyse_case
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 FILES = ("lineage_cases_pivot.json", "lineage_cases_nested.json", "lineage_cases_generated.json")
@@ -123,18 +123,6 @@ EXTRA_COLUMNS: dict[str, dict[Rel, dict[str, str]]] = {
 
 
 # -- the engine ---------------------------------------------------------------------------------
-
-
-def _analyse(case: dict[str, Any]) -> ModelLineage:
-    return column_lineage(
-        case["sql"],
-        schema=build_schema(case["schema"], dialect="duckdb"),
-        unique_id=case["id"],
-        default_catalog=case.get("default_catalog"),
-        default_schema=case.get("default_schema"),
-        case=schema_case(case["schema"]),
-        own_columns=case.get("own_columns", ()),
-    )
 
 
 def _low(parts: Any) -> Col:
@@ -411,7 +399,7 @@ def test_perturbing_an_input_moves_exactly_what_the_engine_claims(
     case: dict[str, Any], tmp_path: Path
 ) -> None:
     try:
-        lineage = _analyse(case)
+        lineage = analyse_case(case)
     except LineageError:
         assert case.get("opaque"), "the engine went opaque"
         return  # an opaque model claims no edge (test_lineage_cases checks the reason)
