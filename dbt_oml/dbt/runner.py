@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dbt_oml.artifacts import Node, failure_summary, parse_time
 from dbt_oml.dbt.project import (
@@ -147,10 +147,6 @@ def _context_from_dbt(invocation_id: str) -> DbtContext | None:
     )
 
 
-#: Seconds the end of a command waits for the listener to catch up before it goes on.
-CATCH_UP: Final = 30.0
-
-
 class Bridge:
     """dbt callback -> queue -> listener thread. The callback never raises."""
 
@@ -183,7 +179,6 @@ class Bridge:
             if self.context is not None:
                 self.items.put(self.context)
         if name == "CommandCompleted" and self.at_end is not None and self.context is not None:
-            self.caught_up()  # the listener has heard every node dbt finished
             self.at_end(self.context)  # in dbt's thread: dbt still holds its adapter here
         if name == "NodeStart":
             info = event.data.node_info
@@ -214,14 +209,6 @@ class Bridge:
             except Exception as e:
                 logger.debug("listener failed", exc_info=True)
                 self.errors.append(f"listener: {type(e).__name__}: {e}")
-
-    def caught_up(self) -> None:
-        """Wait (at most CATCH_UP seconds) until the listener has handled what is queued: the
-        end of the run waits for it anyway (`close`), and what runs at the end can then count on
-        having heard every node."""
-        heard = threading.Event()
-        self.items.put(heard.set)
-        heard.wait(CATCH_UP)
 
     def enqueue(self, work: Callable[[], None]) -> None:
         """Run `work` on the listener thread, after what is queued (a node START, then its end)."""

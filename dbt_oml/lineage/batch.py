@@ -137,7 +137,9 @@ def _key(
     sql: str,
     dialect: str,
     upstream: Mapping[str, tuple[Column, ...]],
+    *,
     own: tuple[str, ...] = (),
+    respelled: Mapping[str, str] | None = None,
 ) -> str:
     doc = {
         "engine": ENGINE_VERSION,
@@ -146,6 +148,7 @@ def _key(
         "upstream": {k: [[c.name, c.type] for c in v] for k, v in sorted(upstream.items())},
         "relation": [node.database, node.schema, node.identifier],
         **({"own": list(own)} if own else {}),
+        **({"spelled": sorted(respelled.items())} if respelled else {}),
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
@@ -320,7 +323,9 @@ class _Analysis:
             sql = read_as_relations(sql, external)
             known = self.tables.known
             upstream = {p: known[p] for p in _relations(self.artifacts, node) if p in known}
-            key = _key(node, sql, self.dialect, upstream, self.own.get(node.unique_id, ()))
+            own = self.own.get(node.unique_id, ())
+            respelled = self.respelled(node, upstream)
+            key = _key(node, sql, self.dialect, upstream, own=own, respelled=respelled)
             cached = self.cache.get(key) if self.cache is not None else None
             if cached is not None:
                 self.report.cache_hits += 1
@@ -331,6 +336,17 @@ class _Analysis:
                 continue
             todo.append((node, sql, key))
         return todo
+
+    def respelled(self, node: Node, upstream: Mapping[str, tuple[Column, ...]]) -> dict[str, str]:
+        """The names this model's lineage gives back that the run's catalog spells otherwise
+        than the relation holding them does (names are given back in the catalog's first
+        spelling): two runs that differ there must not share a cache entry."""
+        nodes = self.artifacts.manifest.nodes
+        names = [*relation_parts(node), *self.own.get(node.unique_id, ())]
+        for uid, columns in upstream.items():
+            names += [*relation_parts(nodes[uid]), *(c.name for c in columns)]
+        case = self.tables.case
+        return {n.lower(): case[n.lower()] for n in names if case.get(n.lower(), n) != n}
 
     def parallel(
         self, jobs: list[_Job], *, workers: int, timeout: float, started: Prestarted | None

@@ -300,6 +300,11 @@ class Prestarted:
             logger.debug("lineage worker processes unavailable (%s)", e)
         return self
 
+    @property
+    def running(self) -> bool:
+        """Whether the workers started and are still this object's."""
+        return self._pool is not None
+
     def take(self) -> Any:
         pool, self._pool = self._pool, None
         return pool

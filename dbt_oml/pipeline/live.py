@@ -211,7 +211,13 @@ class LiveEmitter:
             self.settle(manifest)
         if self.prestart and self.started is None and context.command in BUILD_COMMANDS:
             self.started = prestart(self.settings, manifest, context.target_path)
-            if self.started is not None:
+            if (
+                self.started is not None
+                and self.started.running
+                and context.adapter_type == "duckdb"
+            ):
+                # DuckDB only: another adapter's columns would take a query per relation in
+                # dbt's threads, which nothing here has measured
                 self.running = RunningLineage(self.settings, manifest, context, self.started)
 
     def _send(self, event: RunEvent) -> None:

@@ -88,11 +88,10 @@ class RunningLineage:
     def finished(self, unique_id: str, status: str) -> None:
         """In the dbt thread that ran the node, as it finishes. Never raises."""
         node = self.manifest.nodes.get(unique_id)
-        if status != "success" or node is None or not _analysable(node):
-            return
         with self._lock:
-            self._waiting.append(node)
-            due = self._clock() - self._read_at >= BATCH
+            if status == "success" and node is not None and _analysable(node):
+                self._waiting.append(node)
+            due = bool(self._waiting) and self._clock() - self._read_at >= BATCH
         if due and self._reading.acquire(blocking=False):  # else another dbt thread reads now
             try:
                 self._read_waiting()
@@ -129,20 +128,21 @@ class RunningLineage:
         with self._lock:
             self._limit = self.started.workers  # dbt is done: every worker
         self._dispatch()
+        stopped = False
         with self._lock:
             while self.answered < self.submitted:
                 if not self._lock.wait_for(functools.partial(self._heard, self.answered), patience):
-                    logger.warning(
-                        "column lineage: no lineage worker answered for %g s; stopped", patience
-                    )
-                    self.started.close()
-                    self.submitted = self.answered
+                    stopped, self.submitted = True, self.answered
                     self._queued.clear()
-        logger.debug("column lineage: %d models analysed while dbt ran", self.answered)
+        if stopped:  # outside the lock: stopping waits for the answers' thread, which takes it
+            logger.warning("column lineage: no lineage worker answered for %g s; stopped", patience)
+            self.started.close()
+        logger.debug("column lineage: %d models answered while dbt ran", self.answered)
         return self.known
 
     def _heard(self, answers: int) -> bool:
-        return self.answered != answers
+        """An answer came, or nothing is awaited any more (a submission that found no worker)."""
+        return self.answered != answers or self.answered >= self.submitted
 
     def _read_columns(self, waiting: list[Node]) -> None:
         unread = {

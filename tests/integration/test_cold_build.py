@@ -69,7 +69,7 @@ def test_a_cold_large_build_gives_the_lineage_a_fresh_analysis_gives(tmp_path: P
     # each model analysed by the workers as dbt finished it, over the relations it reads (the
     # `*` over the table named without source() from the model's own columns); the end only
     # looked them up, and its lineage is a fresh analysis's over every relation (below)
-    assert f"column lineage: {MODELS + 2} models analysed while dbt ran" in build.stderr
+    assert f"column lineage: {MODELS + 2} models answered while dbt ran" in build.stderr
     assert f"column lineage: {MODELS + 2} models from the cache, 0 analysed here" in build.stderr
     # the columns were read in dbt's own threads: dbt closes every connection as its run ends,
     # and a query of a dbt-oml thread still running then failed the dbt command itself

@@ -109,3 +109,33 @@ def test_other_columns_give_another_key(mini_target: Path) -> None:
     assert before is not None
     assert after is not None
     assert before.key != after.key
+
+
+def test_a_name_the_catalog_spells_otherwise_gives_another_key(mini_target: Path) -> None:
+    """The end spells each name as the catalog's first relation having it does, a relation a
+    model planned alone may not have seen: equal keys must mean equal lineage."""
+    arts = read_artifacts(mini_target)
+    assert arts.catalog is not None
+    uid = "model.jaffle_oml.stg_customers"  # reads crm's "CustomerId"
+    reads = {n.unique_id for n in arts.manifest.relations_read(arts.manifest.nodes[uid])}
+    first = next(u for u in arts.manifest.nodes if u in arts.catalog.columns and u not in reads)
+    shouting = (*arts.catalog.columns[first], Column(name="CUSTOMERID", type="VARCHAR"))
+    catalog = replace(arts.catalog, columns={**arts.catalog.columns, first: shouting})
+    arts = replace(arts, catalog=catalog)
+    end = Recording()
+    report = analyse_models(
+        arts, wanted={uid}, dialect="duckdb", default_catalog="warehouse", cache=end
+    )
+    alone = _plans(
+        replace(
+            arts,
+            catalog=replace(
+                catalog, columns={u: c for u, c in catalog.columns.items() if u != first}
+            ),
+        ),
+        Recording(),
+    )[uid]
+    assert alone is not None
+    lineage = analyse_job(alone.job)
+    assert lineage != report.models[uid]  # CUSTOMERID at the end, CustomerId alone
+    assert alone.key not in end.entries

@@ -3,6 +3,7 @@ into the run's cache; what they find opaque or never answer is left to the end o
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -114,3 +115,33 @@ def test_while_dbt_runs_one_core_stays_dbts_then_every_worker_takes_the_rest(
     known = running.settle(patience=0.05)
     assert known.cache is not None
     assert all(known.cache.get(k) == ModelLineage(columns=()) for k in "abc")
+
+
+class Closing(Prestarted):
+    """Workers whose stop waits for an answer still on its way (Pool.terminate joins the
+    pool's result thread, which may be delivering one)."""
+
+    def __init__(self) -> None:
+        super().__init__(workers=2)
+        self.lineage: RunningLineage | None = None
+        self.delivered = False
+
+    def submit(self, job: Job, done: object) -> bool:
+        return True
+
+    def close(self) -> None:
+        assert self.lineage is not None
+        entry = (True, outcome_to_json(ModelLineage(columns=())))
+        late = threading.Thread(target=self.lineage._answer, args=("late", entry))
+        late.start()
+        late.join(timeout=10)
+        self.delivered = not late.is_alive()
+
+
+def test_stopping_silent_workers_never_waits_on_an_answer_it_blocks(tmp_path: Path) -> None:
+    closing = Closing()
+    running = _running(tmp_path, closing)
+    closing.lineage = running
+    running.submitted = running._in_flight = 1
+    running.settle(patience=0.05)
+    assert closing.delivered  # the late answer took the lock: settle had let it go
