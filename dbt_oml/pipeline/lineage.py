@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dbt_oml.artifacts import (
     Column,
@@ -22,6 +23,7 @@ from dbt_oml.artifacts import (
     RunArtifacts,
 )
 from dbt_oml.config import Settings
+from dbt_oml.dbt.relation_columns import relation_columns
 from dbt_oml.lineage.batch import (
     ANALYSED_TYPES,
     PARALLEL_THRESHOLD,
@@ -127,6 +129,39 @@ class Spellings:
         return out
 
 
+class RelationsRead:
+    """The columns of a run's relations read through dbt's adapter a few at a time, as nodes
+    finish (plugin mode, and a build's lineage while dbt runs): each relation once, with the
+    spelling the run's catalog would give each name."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, tuple[Column, ...]] = {}
+        """Found, by unique_id (a relation the adapter does not know has none)."""
+        self.read: set[str] = set()
+        self._spellings: Spellings | None = None
+
+    def read_now(self, adapter: Any, manifest: Manifest, nodes: Iterable[Node]) -> None:
+        """Read the relations among `nodes` not read yet (one query with DuckDB).
+
+        Raises whatever the adapter raises."""
+        missing = {n.unique_id: n for n in nodes if n.unique_id not in self.read}
+        if not missing:
+            return
+        found = relation_columns(adapter, missing.values())
+        self.columns.update(found)
+        self.read.update(missing)
+        if self._spellings is None:
+            self._spellings = Spellings(manifest)
+        for uid, columns in found.items():
+            self._spellings.add(missing[uid], columns)
+
+    def spelling(self, nodes: Iterable[Node]) -> dict[str, str]:
+        """lower-case name -> spelling, for these relations' names and columns."""
+        if self._spellings is None:
+            return {}
+        return self._spellings.of(nodes, self.columns)
+
+
 def prestart(settings: Settings, manifest: Manifest, target_path: Path) -> Prestarted | None:
     """Lineage worker processes started now, when the run will analyse enough models to use
     them: a large project, nothing in this pod's cache, no shared one (a cold pod). They start
@@ -134,7 +169,7 @@ def prestart(settings: Settings, manifest: Manifest, target_path: Path) -> Prest
     workers = min(os.cpu_count() or 1, 8)
     if workers == 1 or not settings.lineage.column_lineage or settings.lineage.shared_cache:
         return None
-    if len(_analysable(manifest)) < PARALLEL_THRESHOLD or not lineage_cache(target_path).empty():
+    if len(analysable(manifest)) < PARALLEL_THRESHOLD or not lineage_cache(target_path).empty():
         return None
     return Prestarted(workers).start()
 
@@ -159,7 +194,7 @@ def prestarted(
         yield started
 
 
-def _analysable(manifest: Manifest) -> set[str]:
+def analysable(manifest: Manifest) -> set[str]:
     """The manifest's nodes column lineage is made for (ephemeral models are inlined)."""
     return {
         uid
@@ -184,7 +219,7 @@ def _completed_models(artifacts: RunArtifacts) -> set[str]:
 def prune_cache(cache: DiskCache, artifacts: RunArtifacts, wanted: set[str]) -> None:
     """Drop the cache entries this run did not use: all of them when every model of the manifest
     was analysed; else the least recently used beyond a bound (the other models' entries stay)."""
-    models = _analysable(artifacts.manifest)
+    models = analysable(artifacts.manifest)
     complete = wanted.issuperset(models)
     cache.share(keep_at_most=CACHE_ENTRIES_PER_MODEL * len(models))
     _say_from_shared(cache)
@@ -308,7 +343,7 @@ def project_graph(
 
     Shared by `dbt-oml lineage` (and the explorer) and `dbt-oml impact`.
     """
-    wanted = _analysable(artifacts.manifest)
+    wanted = analysable(artifacts.manifest)
     headers = seed_headers(artifacts.manifest, project_dir)
     result = analyse_models(
         artifacts,

@@ -28,13 +28,13 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from dbt_oml.artifacts import Column, Manifest, Node
-from dbt_oml.dbt.relation_columns import dbt_adapter, relation_columns
+from dbt_oml.artifacts import Manifest, Node
+from dbt_oml.dbt.relation_columns import dbt_adapter
 from dbt_oml.dbt.runner import compiled_file
-from dbt_oml.lineage.batch import ANALYSED_TYPES
 from dbt_oml.lineage.early import Planned, file_read_sources, plan_alone
 from dbt_oml.lineage.workers import MODEL_TIMEOUT, SLACK, Prestarted
-from dbt_oml.pipeline.lineage import NodeLineage, Spellings, lineage_cache
+from dbt_oml.pipeline.ends import place_of
+from dbt_oml.pipeline.lineage import NodeLineage, RelationsRead, analysable, lineage_cache
 
 if TYPE_CHECKING:
     from dbt_oml.config import Settings
@@ -72,9 +72,10 @@ class RunningLineage:
         )
         self.submitted = 0
         self.answered = 0
+        self._analysable = analysable(manifest)
         self._files = file_read_sources(manifest)
-        self._columns: dict[str, tuple[Column, ...]] = {}
-        self._spellings = Spellings(manifest)
+        self._place = place_of(context)
+        self._relations = RelationsRead()
         self._lock = threading.Condition()
         self._reading = threading.Lock()
         self._waiting: list[Node] = []
@@ -87,10 +88,9 @@ class RunningLineage:
 
     def finished(self, unique_id: str, status: str) -> None:
         """In the dbt thread that ran the node, as it finishes. Never raises."""
-        node = self.manifest.nodes.get(unique_id)
         with self._lock:
-            if status == "success" and node is not None and _analysable(node):
-                self._waiting.append(node)
+            if status == "success" and unique_id in self._analysable:
+                self._waiting.append(self.manifest.nodes[unique_id])
             due = bool(self._waiting) and self._clock() - self._read_at >= BATCH
         if due and self._reading.acquire(blocking=False):  # else another dbt thread reads now
             try:
@@ -110,17 +110,22 @@ class RunningLineage:
         with self._lock:
             waiting, self._waiting = self._waiting, []
             self._read_at = self._clock()
-        if waiting:
-            try:
-                self._read_columns(waiting)
-            except Exception:  # the end of the run analyses them
-                logger.debug("columns not read while dbt ran", exc_info=True)
+        if not waiting:
+            return
+        reads = {node.unique_id: [node, *self.manifest.relations_read(node)] for node in waiting}
+        try:
+            adapter = dbt_adapter()
+            if adapter is None:
                 return
-            for node in waiting:
-                try:
-                    self._submit(node)
-                except Exception:  # the end of the run analyses it
-                    logger.debug("column lineage of %s: at the end", node.unique_id, exc_info=True)
+            self._relations.read_now(adapter, self.manifest, (n for r in reads.values() for n in r))
+        except Exception:  # the end of the run analyses them
+            logger.debug("columns not read while dbt ran", exc_info=True)
+            return
+        for node in waiting:
+            try:
+                self._submit(node, reads[node.unique_id])
+            except Exception:  # the end of the run analyses it
+                logger.debug("column lineage of %s: at the end", node.unique_id, exc_info=True)
 
     def settle(self, patience: float = PATIENCE) -> NodeLineage:
         """Wait for the analyses under way; when no answer comes for `patience` seconds, the
@@ -144,37 +149,23 @@ class RunningLineage:
         """An answer came, or nothing is awaited any more (a submission that found no worker)."""
         return self.answered != answers or self.answered >= self.submitted
 
-    def _read_columns(self, waiting: list[Node]) -> None:
-        unread = {
-            n.unique_id: n
-            for node in waiting
-            for n in (node, *self.manifest.relations_read(node))
-            if n.unique_id not in self._columns
-        }
-        adapter = dbt_adapter()
-        if not unread or adapter is None:
-            return
-        found = relation_columns(adapter, unread.values())
-        for uid, n in unread.items():
-            self._columns[uid] = found.get(uid, ())
-            self._spellings.add(n, self._columns[uid])
-
-    def _submit(self, node: Node) -> None:
+    def _submit(self, node: Node, relations: list[Node]) -> None:
+        """`node` to the workers; `relations`: it and what it reads, their columns read."""
         sql = compiled_file(self.context.target_path, node)
-        relations = [node, *self.manifest.relations_read(node)]
-        if sql is None or any(n.unique_id not in self._columns for n in relations):
+        if sql is None:
             return
-        columns = {n.unique_id: self._columns[n.unique_id] for n in relations}
+        found = self._relations.columns
+        columns = {n.unique_id: found[n.unique_id] for n in relations if n.unique_id in found}
         with self._lock:  # the cache is shared with the answers' thread
             planned = plan_alone(
                 self.manifest,
                 node,
                 sql=sql,
-                columns={uid: cols for uid, cols in columns.items() if cols},
+                columns=columns,
                 file_reads=self._files,
-                dialect=self.context.adapter_type,
-                default_catalog=self.context.catalogs[0].alias if self.context.catalogs else None,
-                spelling=self._spellings.of(relations, columns),
+                dialect=self._place.dialect,
+                default_catalog=self._place.default_catalog,
+                spelling=self._relations.spelling(relations),
                 cache=self.known.cache,
             )
             if planned is None:
@@ -213,7 +204,3 @@ class RunningLineage:
             self._in_flight -= 1
             self._lock.notify_all()
         self._dispatch()
-
-
-def _analysable(node: Node) -> bool:
-    return node.resource_type in ANALYSED_TYPES and node.materialized != "ephemeral"

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from dbt_oml.artifacts import (
     Catalog,
-    Column,
     Manifest,
     Node,
     NodeResult,
@@ -30,11 +29,11 @@ from dbt_oml.artifacts import (
     Timing,
     read_manifest,
 )
-from dbt_oml.dbt.relation_columns import dbt_adapter, relation_columns
+from dbt_oml.dbt.relation_columns import dbt_adapter
 from dbt_oml.dbt.runner import compiled_file
 from dbt_oml.events.node_events import EventBuilder
 from dbt_oml.lineage.batch import ANALYSED_TYPES, analyse_models
-from dbt_oml.pipeline.lineage import NodeLineage, Spellings, seed_headers
+from dbt_oml.pipeline.lineage import NodeLineage, RelationsRead, seed_headers
 
 if TYPE_CHECKING:
     from dbt_common.events.base_types import EventMsg
@@ -74,12 +73,10 @@ class NodeEnds:
         self._builder: EventBuilder | None = None
         self._manifest: Manifest | None = None
         self._loaded = False
-        self._columns: dict[str, tuple[Column, ...]] = {}
-        self._read: set[str] = set()
+        self._relations = RelationsRead()
         self.lineage = NodeLineage()
         """Models analysed here, with the disk cache they used (the end of the run prunes it)."""
         self._seeds: dict[str, tuple[str, ...]] = {}
-        self._spellings: Spellings | None = None
 
     def on_node_finished(self, event: EventMsg, context: DbtContext | None) -> None:
         """In dbt's thread; raises nothing dbt-related is left to handle (the caller catches)."""
@@ -124,13 +121,7 @@ class NodeEnds:
         if adapter is None:
             return None
         wanted = [node, *builder.manifest.relations_read(node)]
-        missing = [n for n in wanted if n.unique_id not in self._read]
-        if missing:
-            found = relation_columns(adapter, missing)
-            self._columns.update(found)
-            self._read.update(n.unique_id for n in missing)
-            for uid, columns in found.items():
-                self._spelled(builder.manifest).add(builder.manifest.nodes[uid], columns)
+        self._relations.read_now(adapter, builder.manifest, wanted)
         if result.status == "success" and node.resource_type in ANALYSED_TYPES and sql:
             self._analyse(builder, node, result, context)
         return builder.node_end(result, started)
@@ -152,7 +143,7 @@ class NodeEnds:
             namespaces=live.namespaces,
             settings=live.settings,
             manifest=manifest,
-            catalog=Catalog(path="adapter", generated_at=None, columns=self._columns),
+            catalog=Catalog(path="adapter", generated_at=None, columns=self._relations.columns),
             lineage=self.lineage,
         )
         return self._builder
@@ -169,11 +160,8 @@ class NodeEnds:
         # would grow with the run); the engine spells a name as the first relation of the
         # manifest naming it does (as with catalog.json), which `spelling` keeps across the run
         around = {node.unique_id, *(n.unique_id for n in manifest.relations_read(node))}
-        catalog = {
-            uid: self._columns[uid]
-            for uid in manifest.nodes
-            if uid in around and uid in self._columns
-        }
+        columns = self._relations.columns
+        catalog = {uid: columns[uid] for uid in manifest.nodes if uid in around and uid in columns}
         artifacts = RunArtifacts(
             manifest=replace(manifest, nodes=nodes),
             run_results=RunResults(
@@ -193,7 +181,7 @@ class NodeEnds:
             dialect=context.adapter_type,
             default_catalog=context.catalogs[0].alias if context.catalogs else None,
             seed_headers=self._seeds,
-            spelling=self._spelled(manifest).of((manifest.nodes[uid] for uid in catalog), catalog),
+            spelling=self._relations.spelling(manifest.nodes[uid] for uid in catalog),
             cache=self.lineage.cache_for(
                 context.target_path, self.live.settings, project=context.project_name
             ),
@@ -203,11 +191,6 @@ class NodeEnds:
             self.lineage[node.unique_id] = lineage
         elif node.unique_id in found.opaque:
             self.live.report.opaque[node.unique_id] = found.opaque[node.unique_id]
-
-    def _spelled(self, manifest: Manifest) -> Spellings:
-        if self._spellings is None:
-            self._spellings = Spellings(manifest)
-        return self._spellings
 
 
 def _result_of(event: EventMsg) -> NodeResult | None:
