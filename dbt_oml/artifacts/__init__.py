@@ -13,7 +13,7 @@ httpx2, nats, requests, socket, subprocess), nor any part of dbt_oml above `erro
 """
 
 from dbt_oml.artifacts.bundle import read_artifacts
-from dbt_oml.artifacts.catalog import read_catalog, read_optional_catalog
+from dbt_oml.artifacts.catalog import catalog_from_document, read_catalog, read_optional_catalog
 from dbt_oml.artifacts.manifest import read_manifest
 from dbt_oml.artifacts.reading import SUPPORTED
 from dbt_oml.artifacts.run_results import KNOWN_STATUSES, read_run_results
@@ -54,6 +54,7 @@ __all__ = [
     "RunResults",
     "TestInfo",
     "Timing",
+    "catalog_from_document",
     "failure_summary",
     "parse_time",
     "read_artifacts",

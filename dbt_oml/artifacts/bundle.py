@@ -12,18 +12,22 @@ from dbt_oml.artifacts.views import (
     DOCS_GENERATE_DIR,
     KEPT_MANIFEST,
     KEPT_RUN_RESULTS,
+    Catalog,
     Manifest,
     RunArtifacts,
 )
 from dbt_oml.errors import ArtifactError
 
 
-def read_artifacts(target: Path, *, run_results: Path | None = None) -> RunArtifacts:
+def read_artifacts(
+    target: Path, *, run_results: Path | None = None, catalog: Catalog | None = None
+) -> RunArtifacts:
     """Read the artifacts in a target directory.
 
     run_results.json is optional (a parse error leaves none); catalog.json is optional. A
     run_results.json written by `dbt docs generate` is replaced by the build's copy
     (target/dbt_oml/build/, left there when `dbt-oml build` was killed before putting it back).
+    `catalog`: target/catalog.json as this process wrote it (not read again).
     """
     results_path = run_results or target / "run_results.json"
     results = read_run_results(results_path) if results_path.exists() else None
@@ -35,7 +39,9 @@ def read_artifacts(target: Path, *, run_results: Path | None = None) -> RunArtif
         if (target / KEPT_MANIFEST).exists():
             manifest_path = target / KEPT_MANIFEST
     manifest = with_compiled_code(read_manifest(manifest_path), target, manifest_path)
-    catalog, problems = read_optional_catalog(target / "catalog.json")
+    problems: tuple[str, ...] = ()
+    if catalog is None:
+        catalog, problems = read_optional_catalog(target / "catalog.json")
     if results is not None:
         problems += results.problems
     return RunArtifacts(manifest=manifest, run_results=results, catalog=catalog, problems=problems)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from dbt_oml.artifacts.reading import load_document, read_columns
 from dbt_oml.artifacts.views import Catalog, Column, parse_time
@@ -11,7 +12,12 @@ from dbt_oml.errors import ArtifactError
 
 def read_catalog(path: Path) -> Catalog:
     """Read catalog.json (schema v1): the real columns and types of every relation."""
-    doc = load_document(path, "catalog")
+    return catalog_from_document(load_document(path, "catalog"), path)
+
+
+def catalog_from_document(doc: dict[str, Any], path: Path) -> Catalog:
+    """A catalog.json document, already loaded (or about to be written: dbt.catalog_file), as
+    the Catalog `read_catalog` reads from the file."""
     columns: dict[str, tuple[Column, ...]] = {}
     for section in ("nodes", "sources"):
         entries = doc.get(section)

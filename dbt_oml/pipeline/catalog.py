@@ -117,22 +117,24 @@ def artifacts_with_catalog(
     report: Report,
     live: tuple[Catalog | None, str | None] | None = None,
     *,
-    catalog_written: bool = False,
+    catalog_written: Catalog | None = None,
 ) -> RunArtifacts:
     """The build's artifacts, with this run's catalog.json (from `dbt docs generate`), or the
     columns read from the warehouse at the end of the command (`live`, for `test`).
 
     A catalog.json written before this invocation started (docs generate off or failed) is
     not this run's: the declared columns are used instead. An unreadable one is a warning.
-    `catalog_written`: the build's end wrote it already (dbt.catalog_file): no docs generate.
+    `catalog_written`: what the build's end wrote (dbt.catalog_file): no docs generate, and
+    catalog.json is not read back.
     """
-    if settings.dbt.docs_generate and ctx.command in CATALOG_COMMANDS and not catalog_written:
+    written = catalog_written is not None
+    if settings.dbt.docs_generate and ctx.command in CATALOG_COMMANDS and not written:
         docs = docs_generate(ctx)
         if docs.return_code != 0:
             report.problems.append(
                 f"dbt docs generate failed ({docs.error}); schema facets use the declared columns"
             )
-    artifacts = read_artifacts(ctx.target_path)
+    artifacts = read_artifacts(ctx.target_path, catalog=catalog_written)
     report.problems += artifacts.problems
     catalog = artifacts.catalog
     if live is not None:

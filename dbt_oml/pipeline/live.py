@@ -86,7 +86,8 @@ class LiveEmitter:
         self.sent_ends: set[str] = set()  # plugin mode: node runs ended as dbt finished them
         self.node_lineage: Mapping[str, ModelLineage] = {}  # plugin mode: lineage already made
         self.live_catalog: tuple[Catalog | None, str | None] | None = None
-        self.catalog_written = False  # catalog.json written as the build ended (dbt.catalog_file)
+        #: catalog.json as the build's end wrote it (dbt.catalog_file), not read back from disk
+        self.catalog_written: Catalog | None = None
         self.started: Prestarted | None = None  # lineage workers started while dbt runs
         self.running: RunningLineage | None = None  # they analyse each model dbt has built
         self.prestart = prestart
@@ -175,10 +176,11 @@ class LiveEmitter:
             self.running.read_waiting()  # the models dbt finished last, to the workers
         if self.settings.dbt.docs_generate and context.command in CATALOG_COMMANDS:
             if compiled_everything(context):  # what `docs generate --no-compile` would write
-                problem = write_catalog(context.target_path)
-                self.catalog_written = problem is None
-                if problem is not None:
-                    logger.debug("catalog.json by dbt docs generate: %s", problem)
+                written = write_catalog(context.target_path)
+                if isinstance(written, str):
+                    logger.debug("catalog.json by dbt docs generate: %s", written)
+                else:
+                    self.catalog_written = written
             return  # else catalog.json comes from `dbt docs generate`
         manifest = read_manifest(context.target_path / "manifest.json")
         self.live_catalog = live_catalog(manifest, now=datetime.now(timezone.utc))
@@ -266,7 +268,7 @@ def build(
         try:
             if ctx.command in BUILD_COMMANDS and wrote_run_results(ctx):
                 write_node_starts(ctx, invocation.node_starts)
-                if not live.catalog_written:
+                if live.catalog_written is None:
                     phase(progress, catalog_phase(settings, ctx))
                 artifacts = artifacts_with_catalog(
                     settings, ctx, report, live.live_catalog, catalog_written=live.catalog_written

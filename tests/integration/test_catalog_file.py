@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliRun, copy_of_built, run_cli, run_plain_dbt
+from tests.conftest import CliRun, clean_env, copy_of_built, run_cli, run_plain_dbt
 
 pytestmark = pytest.mark.integration
 
@@ -83,3 +85,43 @@ def test_a_partial_build_still_runs_docs_generate_with_the_builds_parse(
     assert "config vars, config profile, or config target have changed" not in log
     docs = project / "target" / "dbt_oml" / "docs_generate" / "run_results.json"
     assert json.loads(docs.read_text())["args"]["which"] == "generate"
+
+
+_HELD_VS_READ = """
+import sys
+from pathlib import Path
+from dbt_oml.artifacts import read_catalog
+from dbt_oml.dbt.catalog_file import write_catalog
+from dbt_oml.dbt.runner import run_dbt
+
+held = []
+run = run_dbt(sys.argv[1:], at_end=lambda ctx: held.append(write_catalog(ctx.target_path)))
+assert run.return_code == 0, run.error
+assert len(held) == 1 and not isinstance(held[0], str), held
+path = Path(held[0].path)
+assert path.samefile(Path("target") / "catalog.json"), path
+read = read_catalog(path)
+assert held[0] == read, "the catalog held differs from the one read back"
+print(len(read.columns), sum(map(len, read.columns.values())))
+"""
+
+
+def test_the_catalog_held_is_the_one_read_back(built: CliRun, tmp_path: Path) -> None:
+    """The build's end keeps the catalog it wrote instead of reading catalog.json again: what it
+    holds equals what reading the file gives (every relation, column, type, index, comment,
+    and generated_at), so the events are those `dbt-oml emit` makes from the file."""
+    project = copy_of_built(built, tmp_path / "p")
+    env = clean_env()
+    proc = subprocess.run(
+        [sys.executable, "-c", _HELD_VS_READ, "run", "--profiles-dir", ".", "-s", "stg_orders"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    relations, columns = map(int, proc.stdout.split()[-2:])
+    assert relations > 10
+    assert columns > relations
