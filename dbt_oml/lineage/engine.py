@@ -21,6 +21,7 @@ from sqlglot.schema import MappingSchema
 from dbt_oml.errors import LineageError
 from dbt_oml.lineage.colsets import Context
 from dbt_oml.lineage.expand import expand_sets, may_hold_sets
+from dbt_oml.lineage.inline import inline_import_ctes
 from dbt_oml.lineage.quiet import sqlglot_quiet
 from dbt_oml.lineage.resolve import resolve_names
 from dbt_oml.lineage.spelling import Spelling
@@ -87,6 +88,7 @@ def column_lineage(
                 )
                 statement = expand_sets(statement, context)
                 case = Spelling(context.case, context.made, own)
+            statement = inline_import_ctes(statement, schema)
             original = [p.alias_or_name for p in _projections(statement)]
             qualified = _qualify(
                 statement,

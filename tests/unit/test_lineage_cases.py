@@ -8,29 +8,14 @@ UNPIVOT, COLUMNS(...) and `* LIKE`/`* EXCLUDE` over described file sources)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dbt_oml.errors import LineageError
 from dbt_oml.lineage.model import build_schema, column_lineage, schema_case
-from tests.conftest import SHARED
-from tests.support.lineage_cases import analyse_case
+from tests.support.lineage_cases import CASES, SHARED_CASES, analyse_case
 
-FIXTURES = Path(__file__).parent.parent / "fixtures"
-SHARED_CASES = SHARED / "lineage-cases" / "cases.json"
-CASES = [
-    case
-    for path in (
-        SHARED_CASES,
-        FIXTURES / "lineage_cases_nested.json",
-        FIXTURES / "lineage_cases_generated.json",
-        FIXTURES / "lineage_cases_pivot.json",
-    )
-    if path.exists()
-    for case in json.loads(path.read_text())["cases"]
-]
 Key = tuple[str, str, str, str]
 
 
