@@ -171,8 +171,9 @@ def _trace(
         raise OpaqueError("`*` over a relation whose columns are unknown")
     tracer = Tracer(root)
     names = _restore_case(original, [p.alias_or_name for p in projections], case)
-    traced = [_freeze(tracer.output(root, p.alias_or_name), case) for p in projections]
-    dataset = _freeze(tracer.dataset_inputs(), case)
+    freeze = _Freezer(case)
+    traced = [freeze(tracer.output(root, p.alias_or_name)) for p in projections]
+    dataset = freeze(tracer.dataset_inputs())
     generator = Dialect.get_or_raise(dialect).generator()
     edges = [
         ColumnEdge(output=name, inputs=inputs, expression=_text(projection, generator))
@@ -195,23 +196,27 @@ def _restore_case(original: list[str], qualified: list[str], case: Mapping[str, 
     return [written.get(n.lower()) or case.get(n.lower(), n) for n in qualified]
 
 
-def _freeze(
-    inputs: Inputs, case: Mapping[str, str]
-) -> tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]:
-    def described(
-        source: SourceColumn, transforms: set[Transformation]
-    ) -> tuple[Transformation, ...]:
-        """A field path below the column becomes the description `field column.path`."""
-        return tuple(
-            sorted(
-                t._replace(description=f"field {source.column}.{t.description}")
-                if t.description
-                else t
-                for t in transforms
-            )
-        )
+class _Freezer:
+    """A model's traced inputs as sorted tuples, its sources spelled as the catalog spells them
+    (each source spelled once per model: the same columns feed many outputs)."""
 
-    def spelled(source: SourceColumn) -> SourceColumn:
+    def __init__(self, case: Mapping[str, str]) -> None:
+        self.case = case
+        self.spellings: dict[SourceColumn, SourceColumn] = {}
+
+    def __call__(
+        self, inputs: Inputs
+    ) -> tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]:
+        frozen = []
+        for source, transforms in inputs.items():
+            spelled = self.spellings.get(source)
+            if spelled is None:
+                spelled = self.spellings[source] = self._spelled(source)
+            frozen.append((spelled, _described(spelled, transforms)))
+        return tuple(sorted(frozen))
+
+    def _spelled(self, source: SourceColumn) -> SourceColumn:
+        case = self.case
         if source.catalog == "file":
             return SourceColumn(
                 "file", "", source.table, case.get(source.column.lower(), source.column)
@@ -223,7 +228,15 @@ def _freeze(
             )
         )
 
-    return tuple(sorted((spelled(s), described(spelled(s), t)) for s, t in inputs.items()))
+
+def _described(source: SourceColumn, transforms: set[Transformation]) -> tuple[Transformation, ...]:
+    """A field path below the column becomes the description `field column.path`."""
+    return tuple(
+        sorted(
+            t._replace(description=f"field {source.column}.{t.description}") if t.description else t
+            for t in transforms
+        )
+    )
 
 
 def _first_line(error: Exception) -> str:

@@ -45,6 +45,8 @@ def _hash_name(node: exp.Expr) -> str:
 
 def _context(column: exp.Expr, root: exp.Expr) -> Transformation:
     """How the value of `column` reaches the value of `root` (a projection)."""
+    if column is root or (column.parent is root and type(root) is exp.Alias):
+        return IDENTITY  # `a.x` or `a.x as y`: most projections
     subtype, kind, masking = None, DIRECT, False
     path = ".".join(_field_path(column))
     child, node = column, column.parent
