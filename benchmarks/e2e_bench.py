@@ -10,7 +10,8 @@ medians of the repeats, the spread (min-max) next to them:
   JetStream key-value bucket on the machine's NATS, BENCH_NATS_URL), the floor (no column
   lineage: reading the artifacts and writing the events), and `dbt-ol send-events`, all with the
   file transport. Each row is a ratio to dbt-ol and to the floor.
-- build, 500 models: `dbt-oml build` (docs generate on), `--no-docs-generate`, `dbt-ol build`,
+- build, 500 models: `dbt-oml build` (docs generate on), `--lineage-during-run`,
+  `--no-docs-generate`, `dbt-ol build`,
   `dbt build` + `dbt docs generate`, and plain `dbt build`, each in a fresh copy of the project.
 
 Peak RSS is the largest sum of the resident sets of the command's process tree (sampled from
@@ -387,6 +388,9 @@ def build_part(models: int, repeats: int) -> list[str]:
             [dbt, "docs", "generate", "--profiles-dir", "."],
         ],
         "dbt-oml build": [[oml, "build", "--profiles-dir", "."]],
+        "dbt-oml build --lineage-during-run": [
+            [oml, "build", "--profiles-dir", ".", "--lineage-during-run"]
+        ],
         "dbt-oml build --no-docs-generate": [
             [oml, "build", "--profiles-dir", ".", "--no-docs-generate"]
         ],
@@ -417,6 +421,7 @@ def build_part(models: int, repeats: int) -> list[str]:
     med = {n: statistics.median(s.wall for s in got) for n, got in samples.items()}
     against = {
         "dbt-oml build": "dbt build + dbt docs generate",
+        "dbt-oml build --lineage-during-run": "dbt-oml build",
         "dbt-oml build --no-docs-generate": "dbt-ol build",
     }
     rows = []

@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 _BASE = ("config", "oml_log_level", "quiet")
 #: Settings flags only the commands that run dbt use.
 _RUN_ONLY: tuple[str, ...] = ("docs_generate", "explorer", "fail_on_emit_error", "dbt_usage_stats")
-_RUN_ONLY += ("consume_structured_logs",)
+_RUN_ONLY += ("consume_structured_logs", "lineage_during_run")
 #: Settings flags that shape events as they are built: not replay's or flush's, which send
 #: events already built.
 _BUILDING: tuple[str, ...] = ("namespaces", "duckdb_namespace", "job_naming", "job_namespace")

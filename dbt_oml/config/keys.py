@@ -65,6 +65,12 @@ TABLE: Final[tuple[Key, ...]] = (
     ),
     Key("explorer", parse_bool, "After a build, write the column-lineage explorer page."),
     Key(
+        "lineage_during_run",
+        parse_bool,
+        "Analyse each model as dbt finishes it, while dbt runs the rest (a build on DuckDB; "
+        "default: after dbt, which is faster where dbt keeps the cores busy).",
+    ),
+    Key(
         "docs_generate",
         parse_bool,
         "Write catalog.json after the build, as `dbt docs generate` does (default: on).",

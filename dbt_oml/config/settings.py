@@ -44,6 +44,9 @@ class LineageSection:
     """Send even when no event carries column lineage (OpenMetadata would lose what it has)."""
     explorer: bool = False
     """After a build, write the column-lineage explorer page next to the events."""
+    during_run: bool = False
+    """`lineage_during_run`: a build's models analysed as dbt finishes them (pipeline.running)
+    instead of after dbt; the workers start while dbt runs either way."""
     shared_cache: str | None = None
     """`lineage_cache`: a folder, an fsspec URL or nats://host:port/BUCKET that every pod shares
     (dbt_oml.stores); the cache in target/ stays the first place looked."""
@@ -106,6 +109,7 @@ SECTION_OF: Final[Mapping[str, tuple[str, str]]] = {
     "allow_empty_column_lineage": ("lineage", "allow_empty_column_lineage"),
     "explorer": ("lineage", "explorer"),
     "lineage_cache": ("lineage", "shared_cache"),
+    "lineage_during_run": ("lineage", "during_run"),
     "job_naming": ("emit", "job_naming"),
     "job_namespace": ("emit", "job_namespace"),
     "parent_job_name": ("emit", "parent_job_name"),

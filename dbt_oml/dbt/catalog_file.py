@@ -13,6 +13,7 @@ not read it again (0.27 s of JSON at 500 models).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -50,7 +51,7 @@ def _write(adapter: Any, manifest: Any, target_path: Path) -> Catalog:
     from dbt.artifacts.schemas.catalog import CatalogArtifact
     from dbt.task.docs import DOCS_INDEX_FILE_PATH
     from dbt.task.docs.generate import Catalog as DocsCatalog
-    from dbt_common.clients.system import write_json
+    from dbt_common.utils.encoding import JSONEncoder
 
     config = adapter.config
     shutil.copyfile(DOCS_INDEX_FILE_PATH, target_path / "index.html")
@@ -79,7 +80,8 @@ def _write(adapter: Any, manifest: Any, target_path: Path) -> Catalog:
     path = target_path / "catalog.json"
     temporary = path.with_name(f".catalog.json.{os.getpid()}.tmp")
     document = artifact.to_dict(omit_none=False, context={"artifact": True})  # as .write() does
-    write_json(str(temporary), document)
+    # the bytes dbt's write_json gives (json.dump, its encoder), from json's C encoder: 4x faster
+    temporary.write_text(json.dumps(document, cls=JSONEncoder), encoding="utf-8")
     os.replace(temporary, path)  # a reader never sees half a catalog
     try:
         from dbt.utils.artifact_upload import add_artifact_produced

@@ -214,12 +214,14 @@ class LiveEmitter:
         if self.prestart and self.started is None and context.command in BUILD_COMMANDS:
             self.started = prestart(self.settings, manifest, context.target_path)
             if (
-                self.started is not None
+                self.settings.lineage.during_run
+                and self.started is not None
                 and self.started.running
                 and context.adapter_type == "duckdb"
             ):
-                # DuckDB only: another adapter's columns would take a query per relation in
-                # dbt's threads, which nothing here has measured
+                # asked for only: at 500 models it cost the run 3.2 s and saved 0.7 s after
+                # dbt (benchmarks/README.md 0e). DuckDB only: another adapter's columns would
+                # take a query per relation in dbt's threads, which nothing here has measured
                 self.running = RunningLineage(self.settings, manifest, context, self.started)
 
     def _send(self, event: RunEvent) -> None:

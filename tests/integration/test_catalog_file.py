@@ -102,6 +102,10 @@ path = Path(held[0].path)
 assert path.samefile(Path("target") / "catalog.json"), path
 read = read_catalog(path)
 assert held[0] == read, "the catalog held differs from the one read back"
+import json
+from dbt_common.clients.system import write_json
+write_json(str(Path("dbt-wrote.json").resolve()), json.loads(path.read_text()))
+assert path.read_bytes() == Path("dbt-wrote.json").read_bytes(), "not dbt's writer's bytes"
 print(len(read.columns), sum(map(len, read.columns.values())))
 """
 
@@ -109,7 +113,8 @@ print(len(read.columns), sum(map(len, read.columns.values())))
 def test_the_catalog_held_is_the_one_read_back(built: CliRun, tmp_path: Path) -> None:
     """The build's end keeps the catalog it wrote instead of reading catalog.json again: what it
     holds equals what reading the file gives (every relation, column, type, index, comment,
-    and generated_at), so the events are those `dbt-oml emit` makes from the file."""
+    and generated_at), so the events are those `dbt-oml emit` makes from the file; and the file
+    is byte for byte what dbt's own writer gives for that document."""
     project = copy_of_built(built, tmp_path / "p")
     env = clean_env()
     proc = subprocess.run(

@@ -1,7 +1,8 @@
 """A cold pod's `dbt-oml build` of a project large enough for the lineage workers (issue 31):
-they start while dbt runs (lineage.workers.Prestarted) and analyse each model as dbt finishes
-it (pipeline.running); the events carry the column lineage a fresh analysis of the catalog gives
-(`dbt-oml emit` on a copy without the cache)."""
+they start while dbt runs (lineage.workers.Prestarted) and analyse the models after dbt, or
+with --lineage-during-run each model as dbt finishes it (pipeline.running); either way the
+events carry the column lineage a fresh analysis of the catalog gives (`dbt-oml emit` on a copy
+without the cache)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import CliRun, run_cli
 
 pytestmark = pytest.mark.integration
 #: Enough models for the lineage workers (lineage.batch.PARALLEL_THRESHOLD is 200).
@@ -61,9 +62,33 @@ def _lineage(events: list[dict[str, Any]], project: Path) -> dict[str, Any]:
     }
 
 
-def test_a_cold_large_build_gives_the_lineage_a_fresh_analysis_gives(tmp_path: Path) -> None:
+def _same_as_a_fresh_analysis(build: CliRun, project: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(project, copy, ignore=shutil.ignore_patterns("lineage-cache", "logs"))
+    emit = run_cli(["emit", "--profiles-dir", "."], cwd=copy)
+    assert emit.returncode == 0, emit.stderr[-3000:]
+    assert _lineage(build.events, project) == _lineage(emit.events, copy)
+    assert len(_lineage(build.events, project)) == MODELS + 2
+
+
+def test_a_cold_large_build_analyses_after_dbt_by_default(tmp_path: Path) -> None:
+    """The default: no query of dbt-oml's while dbt runs, every model analysed after it."""
     project = _project(tmp_path / "early")
     build = run_cli(["build", "--profiles-dir", ".", "--oml-log-level", "DEBUG"], cwd=project)
+    assert build.returncode == 0, build.stderr[-3000:]
+    assert f"column lineage for {MODELS + 2} model(s); 0 opaque" in build.stderr
+    assert "answered while dbt ran" not in build.stderr
+    log = (project / "logs" / "dbt.log").read_text(encoding="utf-8")
+    assert "dbt_oml_columns" not in log
+    _same_as_a_fresh_analysis(build, project, tmp_path)
+
+
+def test_a_cold_large_build_during_the_run_gives_the_lineage_a_fresh_analysis_gives(
+    tmp_path: Path,
+) -> None:
+    project = _project(tmp_path / "early")
+    args = ["build", "--profiles-dir", ".", "--oml-log-level", "DEBUG", "--lineage-during-run"]
+    build = run_cli(args, cwd=project)
     assert build.returncode == 0, build.stderr[-3000:]
     assert f"column lineage for {MODELS + 2} model(s); 0 opaque" in build.stderr
     # each model analysed by the workers as dbt finished it, over the relations it reads (the
@@ -77,9 +102,4 @@ def test_a_cold_large_build_gives_the_lineage_a_fresh_analysis_gives(tmp_path: P
     queries = [line for line in log if "dbt_oml_columns" in line]
     assert queries
     assert not [line for line in queries if "[dbt-oml-" in line]
-    copy = tmp_path / "copy"
-    shutil.copytree(project, copy, ignore=shutil.ignore_patterns("lineage-cache", "logs"))
-    emit = run_cli(["emit", "--profiles-dir", "."], cwd=copy)
-    assert emit.returncode == 0, emit.stderr[-3000:]
-    assert _lineage(build.events, project) == _lineage(emit.events, copy)
-    assert len(_lineage(build.events, project)) == MODELS + 2
+    _same_as_a_fresh_analysis(build, project, tmp_path)
