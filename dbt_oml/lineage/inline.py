@@ -10,7 +10,10 @@ Only a CTE that is exactly `select * from <catalog>.<schema>.<relation>` (as dbt
 ref or a source) is read this way, where the relation's columns are known (a `*` over unknown
 columns stays what it was); it is read so where the CTE is visible (the main query and the CTEs
 after it), and the statement stays as it was when a nested WITH defines the same name again or
-a reference renames the CTE's columns (`from a as x(c1, c2)`).
+a reference renames the CTE's columns (`from a as x(c1, c2)`), or when any relation the statement
+reads has unknown columns: names are then resolved by lineage.resolve, which weighs a CTE's
+columns otherwise than a relation's (a correlated `max(order_date)` over `{{ this }}` in an
+incremental model: opaque as a relation, resolved as a CTE).
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ def inline_import_ctes(statement: exp.Expr, schema: MappingSchema) -> exp.Expr:
     }
     if not imports or _shadowed(statement, with_, set(imports)):
         return statement
+    if not _all_known(statement, {cte.alias_or_name.lower() for cte in ctes}, schema):
+        return statement
     readers = [
         (reference, imports[reference.name.lower()])
         for reference in statement.find_all(exp.Table)
@@ -111,9 +116,22 @@ def _imported(cte: exp.CTE, schema: MappingSchema) -> exp.Table | None:
         return None
     if not all(type(table.args.get(part)) is exp.Identifier for part in ("this", "db", "catalog")):
         return None  # not catalog.schema.relation (never a CTE's name): qualify resolves it
+    return table if _found(table, schema) else None  # unknown: its `*` stays unexpanded
+
+
+def _all_known(statement: exp.Expr, ctes: set[str], schema: MappingSchema) -> bool:
+    """Whether every relation the statement reads (not a CTE) has known columns."""
+    for table in statement.find_all(exp.Table):
+        if _bare(table) and table.name.lower() in ctes:
+            continue
+        if not isinstance(table.this, exp.Identifier) or not _found(table, schema):
+            return False
+    return True
+
+
+def _found(table: exp.Table, schema: MappingSchema) -> bool:
     named = normalize_identifiers(table.copy(), dialect=schema.dialect)
-    found = schema.find(named, raise_on_missing=False)
-    return table if found else None  # columns unknown: its `*` stays unexpanded, as before
+    return bool(schema.find(named, raise_on_missing=False))
 
 
 def _shadowed(statement: exp.Expr, with_: exp.With, inlined: set[str]) -> bool:

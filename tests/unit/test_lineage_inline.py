@@ -68,6 +68,10 @@ def test_a_later_cte_reads_it_an_earlier_one_reads_a_relation_of_that_name() -> 
         "with recursive a as (select * from w.s.t) select id from a",
         "with a as (select * from w.s.t) "
         "select id from (with a as (select 1 as id) select id from a)",  # a nested WITH's a
+        # another relation's columns are unknown (an incremental model's {{ this }}): names are
+        # resolved then, and a CTE's columns weigh otherwise there than a relation's
+        "with a as (select * from w.s.t) select a.id from a where a.v > "
+        "(select max(v) from w.s.this_model)",
     ],
 )
 def test_anything_else_stays_as_written(sql: str) -> None:
