@@ -8,7 +8,7 @@ loads the project and its saved parse again: about 3 s at 500 models): the adapt
 and docs' index.html and asset folders copied as docs generate copies them. Anything missing or
 failing returns the reason, and `dbt docs generate` runs as before. What it wrote is also
 given back as the Catalog that reading the file would give, so that the end of the build does
-not read it again (0.27 s of JSON at 500 models).
+not read it again (0.07 s of JSON at 500 models, 0.27 s at 2,000).
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def inline_import_ctes(statement: exp.Expr, schema: MappingSchema) -> exp.Expr:
     imports = {
         cte.alias_or_name.lower(): (position, table)
         for position, cte in enumerate(ctes)
-        if (table := _imported(cte, schema)) is not None
+        if (table := _imported(cte)) is not None
     }
     if not imports or _shadowed(statement, with_, set(imports)):
         return statement
@@ -99,7 +99,7 @@ def _with_of(statement: exp.Expr) -> exp.With | None:
     return found if isinstance(found, exp.With) else None
 
 
-def _imported(cte: exp.CTE, schema: MappingSchema) -> exp.Table | None:
+def _imported(cte: exp.CTE) -> exp.Table | None:
     """The relation an import CTE reads, or None for any other CTE."""
     alias = cte.args.get("alias")
     if alias is None or alias.columns or set(_set_args(cte)) - {"this", "alias"}:
@@ -116,7 +116,7 @@ def _imported(cte: exp.CTE, schema: MappingSchema) -> exp.Table | None:
         return None
     if not all(type(table.args.get(part)) is exp.Identifier for part in ("this", "db", "catalog")):
         return None  # not catalog.schema.relation (never a CTE's name): qualify resolves it
-    return table if _found(table, schema) else None  # unknown: its `*` stays unexpanded
+    return table  # its columns known or not, `_all_known` decides for the whole statement
 
 
 def _all_known(statement: exp.Expr, ctes: set[str], schema: MappingSchema) -> bool:

@@ -88,8 +88,10 @@ def test_a_partial_build_still_runs_docs_generate_with_the_builds_parse(
 
 
 _HELD_VS_READ = """
+import json
 import sys
 from pathlib import Path
+from dbt_common.clients.system import write_json
 from dbt_oml.artifacts import read_catalog
 from dbt_oml.dbt.catalog_file import write_catalog
 from dbt_oml.dbt.runner import run_dbt
@@ -102,8 +104,6 @@ path = Path(held[0].path)
 assert path.samefile(Path("target") / "catalog.json"), path
 read = read_catalog(path)
 assert held[0] == read, "the catalog held differs from the one read back"
-import json
-from dbt_common.clients.system import write_json
 write_json(str(Path("dbt-wrote.json").resolve()), json.loads(path.read_text()))
 assert path.read_bytes() == Path("dbt-wrote.json").read_bytes(), "not dbt's writer's bytes"
 print(len(read.columns), sum(map(len, read.columns.values())))
