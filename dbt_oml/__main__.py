@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dbt_oml.cli import main
+from dbt_oml.cli import run
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run()

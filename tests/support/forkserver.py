@@ -162,9 +162,9 @@ def _become(request: dict[str, object]) -> int:
     if request["entry"] == "python":  # `python -c <code>`, for this module's own tests
         exec(sys.argv[1], {"__name__": "__main__"})  # noqa: S102 - the test's own code
         return 0
-    from dbt_oml.cli import main as dbt_oml_main
+    from dbt_oml.cli import run
 
-    return dbt_oml_main()
+    return run()  # the console script's own exit: SystemExit with the command's code
 
 
 def serve() -> int:

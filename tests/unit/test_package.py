@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import dbt_oml
 
 CORE = [
@@ -172,3 +174,47 @@ def test_every_imported_distribution_is_declared() -> None:
         & _declared()
     }
     assert not undeclared, undeclared
+
+
+_EXIT = """
+import gc, sys
+gc.disable()  # the garbage below waits for the interpreter's last collections
+
+
+class Noisy:
+    def __del__(self):
+        sys.stderr.write("collected at exit\\n")
+
+
+cycle = Noisy()
+cycle.me = cycle
+del cycle
+sys.argv = ["dbt-oml", "--version"]
+from dbt_oml.cli import main, run
+{call}
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "collected"), [("run()", False), ("raise SystemExit(main())", True)]
+)
+def test_the_command_leaves_its_heap_to_the_system(call: str, collected: bool) -> None:
+    """`dbt-oml` (run) exits without the interpreter's last walk of every object (0.55-0.75 s
+    after a 500-model build); `main` returns, for callers that live on, and changes nothing."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _EXIT.format(call=call)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("dbt-oml")
+    assert ("collected at exit" in proc.stderr) is collected
+
+
+def test_the_console_script_is_the_exiting_entry() -> None:
+    from importlib.metadata import entry_points
+
+    (script,) = entry_points(group="console_scripts", name="dbt-oml")
+    assert script.value == "dbt_oml.cli:run"
