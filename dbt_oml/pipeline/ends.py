@@ -17,7 +17,7 @@ from dbt_oml.artifacts import RunArtifacts
 from dbt_oml.events.invocation_events import iter_events
 from dbt_oml.events.node_events import EventBuilder
 from dbt_oml.pipeline.catalog import catalog_lookup
-from dbt_oml.pipeline.lineage import ProjectPlace, column_lineage_for
+from dbt_oml.pipeline.lineage import ProjectPlace, lineage_feed
 from dbt_oml.pipeline.report import Progress, phase
 from dbt_oml.pipeline.sending import reaches_openmetadata
 
@@ -52,11 +52,15 @@ def terminal_events(
     error: str | None,
     progress: Progress | None,
 ) -> None:
-    """The enriched end of every node and of the invocation, each built, sent and dropped."""
+    """The enriched end of every node and of the invocation, each built, sent and dropped.
+
+    On a cold pod the models are analysed by the lineage workers while the events of the ones
+    analysed first are built and sent (pipeline.feed), as `dbt-oml emit` does."""
     settings, report = live.settings, live.report
     ctx, builder, delivery = live.wired()
-    phase(progress, "column lineage")
-    lineage = column_lineage_for(
+    guard = reaches_openmetadata(delivery.emitter)
+    phase(progress, f"column lineage and events to {report.destination or 'the transport'}")
+    lineage = lineage_feed(
         settings,
         artifacts,
         place=place_of(ctx),
@@ -64,9 +68,11 @@ def terminal_events(
         progress=progress.advance if progress is not None else None,
         extra=catalog_lookup(delivery.emitter, builder),
         known=live.node_lineage,
-        guard=reaches_openmetadata(delivery.emitter),
+        guard=guard,
         started=live.started,
     )
+    if guard:
+        lineage.decided()  # the run-level guard is known before anything is sent
     events = iter_events(
         artifacts,
         invocation=builder.invocation,
@@ -75,10 +81,9 @@ def terminal_events(
         node_starts=node_starts,
         ended_at=ended_at,
         error=error,
-        lineage=lineage,
+        lineage=lineage,  # each model's events wait for its lineage only
     )
     delivery.held = delivery.held or report.refused is not None
-    phase(progress, f"events to {report.destination or 'the transport'}")
     next(events)  # the parent START went out live
     held: RunEvent | None = None  # the invocation's end: the aborts go before it
     for event in events:
@@ -88,6 +93,7 @@ def terminal_events(
     for last in [*_aborts(builder, artifacts, live.sent_starts, node_starts), held]:
         if last is not None:
             _send_terminal(live, last)
+    lineage.result()
 
 
 def place_of(ctx: DbtContext) -> ProjectPlace:

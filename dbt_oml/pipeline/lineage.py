@@ -37,6 +37,7 @@ from dbt_oml.lineage.cache import DiskCache
 from dbt_oml.lineage.graph import ColumnGraph, build_graph
 from dbt_oml.lineage.model import ModelLineage
 from dbt_oml.lineage.workers import Prestarted
+from dbt_oml.pipeline.feed import LineageFeed
 from dbt_oml.pipeline.report import Report
 from dbt_oml.pipeline.state_files import STATE_DIR
 from dbt_oml.stores import shared_store
@@ -303,6 +304,43 @@ def column_lineage_for(  # noqa: PLR0913 - keyword-only, each optional part of a
     models = {**done, **{uid: lin for uid, lin in result.models.items() if uid in todo}}
     report.opaque.update({uid: why for uid, why in result.opaque.items() if uid in todo})
     return _checked(settings, report, wanted, models, guard=guard)
+
+
+def lineage_feed(  # noqa: PLR0913 - keyword-only, column_lineage_for's
+    settings: Settings,
+    artifacts: RunArtifacts,
+    *,
+    place: ProjectPlace,
+    report: Report,
+    progress: Callable[[int, int], None] | None,
+    guard: bool,
+    started: Prestarted | None,
+    extra: ColumnLookup | None = None,
+    known: Mapping[str, ModelLineage] | None = None,
+) -> LineageFeed:
+    """The run's column lineage as it comes (pipeline.feed), for `dbt-oml emit` and the end of
+    `dbt-oml build`: with worker processes started for it, made in a thread while the events
+    are built; else here, first (a cache hit or a small project is Python in this process,
+    where a second thread would only take turns for the GIL)."""
+
+    def work(settled: Settled) -> dict[str, ModelLineage]:
+        return column_lineage_for(
+            settings,
+            artifacts,
+            place=place,
+            report=report,
+            progress=progress,
+            extra=extra,
+            known=known,
+            guard=guard,
+            started=started,
+            settled=settled,
+        )
+
+    wanted = lineage_wanted(settings, artifacts)
+    if started is None:
+        return LineageFeed.made(wanted, work)
+    return LineageFeed.start(wanted, work)
 
 
 def lineage_wanted(settings: Settings, artifacts: RunArtifacts) -> set[str]:

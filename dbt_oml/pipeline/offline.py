@@ -23,17 +23,13 @@ from dbt_oml.delivery.outbox import REJECTED_SUFFIX
 from dbt_oml.errors import ArtifactError
 from dbt_oml.events.invocation import Invocation
 from dbt_oml.events.invocation_events import iter_events
-from dbt_oml.lineage.batch import Settled
-from dbt_oml.lineage.model import ModelLineage
 from dbt_oml.lineage.view import LineageView
-from dbt_oml.lineage.workers import Prestarted
 from dbt_oml.namespaces import CatalogSpec, Namespaces, override_error, resolve_namespaces
 from dbt_oml.pipeline.feed import LineageFeed
 from dbt_oml.pipeline.lineage import (
     ProjectPlace,
-    column_lineage_for,
     lineage_cache,
-    lineage_wanted,
+    lineage_feed,
     prestarted,
     project_graph,
 )
@@ -116,38 +112,6 @@ def emit(
                 progress.end()
 
 
-def _lineage_feed(
-    settings: Settings,
-    artifacts: RunArtifacts,
-    *,
-    project: ResolvedProject,
-    report: Report,
-    progress: Progress | None,
-    guard: bool,
-    started: Prestarted | None,
-) -> LineageFeed:
-    """The run's column lineage: with worker processes started for it, made in a thread while
-    its events are built (pipeline.feed); else here, first (a cache hit or a small project is
-    Python in this process, where a second thread would only take turns for the GIL)."""
-
-    def work(settled: Settled) -> dict[str, ModelLineage]:
-        return column_lineage_for(
-            settings,
-            artifacts,
-            place=_place(project),
-            report=report,
-            progress=progress.advance if progress is not None else None,
-            guard=guard,
-            started=started,
-            settled=settled,
-        )
-
-    wanted = lineage_wanted(settings, artifacts)
-    if started is None:
-        return LineageFeed.made(wanted, work)
-    return LineageFeed.start(wanted, work)
-
-
 def _place(project: ResolvedProject) -> ProjectPlace:
     return ProjectPlace(
         project_root=project.project_dir,
@@ -185,12 +149,12 @@ def _emit(
         emitter, report.destination = make_emitter(settings, project.target_path, redactor)
         guard = reaches_openmetadata(emitter)
         phase(progress, f"column lineage and events to {report.destination}")
-        lineage = _lineage_feed(
+        lineage = lineage_feed(
             settings,
             artifacts,
-            project=project,
+            place=_place(project),
             report=report,
-            progress=progress,
+            progress=progress.advance if progress is not None else None,
             guard=guard,
             started=started,
         )
