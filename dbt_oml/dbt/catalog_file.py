@@ -4,7 +4,8 @@
 At the build's `CommandCompleted` dbt still has its adapter and, as the adapter's macro resolver,
 the manifest it ran. The catalog is then dbt-docs' own path minus a second dbt invocation (which
 loads the project and its saved parse again: about 3 s at 500 models): the adapter's
-`get_filtered_catalog` over the same nodes and schemas, dbt's `Catalog` and `CatalogArtifact`,
+`get_filtered_catalog` queries over the same nodes and schemas (their rows taken as they come,
+`catalog_rows`), dbt's `Catalog` and `CatalogArtifact`,
 and docs' index.html and asset folders copied as docs generate copies them. Anything missing or
 failing returns the reason, and `dbt docs generate` runs as before. What it wrote is also
 given back as the Catalog that reading the file would give, so that the end of the build does
@@ -17,6 +18,7 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from itertools import chain
 from pathlib import Path
@@ -66,9 +68,9 @@ def _write(adapter: Any, manifest: Any, target_path: Path) -> Catalog:
             [n for n in manifest.nodes.values() if n.is_relational and not n.is_ephemeral_model],
             manifest.sources.values(),
         )
-        table, exceptions = adapter.get_filtered_catalog(nodes, manifest.get_used_schemas(), None)
+        rows, exceptions = catalog_rows(adapter, nodes, manifest.get_used_schemas())
     coerce = dbt.utils._coerce_decimal  # type: ignore[attr-defined] # as docs generate does
-    rows = [dict(zip(table.column_names, map(coerce, row), strict=True)) for row in table]
+    rows = [dict(zip(row, map(coerce, row.values()), strict=True)) for row in rows]
     found, sources = DocsCatalog(rows).make_unique_id_map(manifest, None)
     artifact = CatalogArtifact.from_results(
         generated_at=datetime.now(timezone.utc).replace(tzinfo=None),
@@ -90,3 +92,56 @@ def _write(adapter: Any, manifest: Any, target_path: Path) -> Catalog:
     except ImportError:  # an older dbt-core: nothing to tell
         pass
     return catalog_from_document(document, path)
+
+
+def catalog_rows(
+    adapter: Any, nodes: Iterable[Any], used_schemas: Any
+) -> tuple[list[dict[str, Any]], list[Exception]]:
+    """The rows of `adapter.get_filtered_catalog(nodes, used_schemas, None)`, each a dict, and
+    its exceptions: the same per-information-schema queries, the same values, without agate's
+    merge of their tables, which rebuilds every row of tables whose column types differ
+    through a lookup that copies the row per column (0.4 s of the catalog's 1.1 s at 500
+    models). An adapter with a catalog method of its own gets dbt's whole path.
+    """
+    from concurrent.futures import as_completed
+
+    from dbt.adapters.base.impl import BaseAdapter
+    from dbt.adapters.events.types import CatalogGenerationError
+    from dbt_common.events.functions import warn_or_error
+    from dbt_common.utils.executor import executor
+
+    kind = type(adapter)
+    if (
+        kind.get_filtered_catalog is not BaseAdapter.get_filtered_catalog
+        or kind.get_catalog is not BaseAdapter.get_catalog
+    ):
+        table, exceptions = adapter.get_filtered_catalog(nodes, used_schemas, None)
+        return [dict(zip(table.column_names, row, strict=True)) for row in table], exceptions
+    with executor(adapter.config) as pool:  # BaseAdapter.get_catalog's queries, as it runs them
+        futures = [
+            pool.submit_connected(  # type: ignore[no-untyped-call]
+                adapter,
+                f"{info.database}.information_schema",
+                adapter._get_one_catalog,
+                info,
+                schemas,
+                used_schemas,
+            )
+            for info, schemas in adapter._get_catalog_schemas(nodes).items()
+            if schemas
+        ]
+    tables, exceptions = [], []
+    for future in as_completed(futures):  # what catch_as_completed keeps, in its order
+        error = future.exception()
+        if error is None:
+            if len(table := future.result()) > 0:
+                tables.append(table)
+        elif isinstance(error, KeyboardInterrupt) or not isinstance(error, Exception):
+            raise error
+        else:
+            warn_or_error(CatalogGenerationError(exc=str(error)))
+            exceptions.append(error)
+    names = dict.fromkeys(name for table in tables for name in table.column_names)
+    empty = dict.fromkeys(names)  # a column one table lacks is None in its rows, as merged
+    rows = [empty | dict(zip(t.column_names, row, strict=True)) for t in tables for row in t]
+    return rows, exceptions

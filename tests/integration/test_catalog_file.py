@@ -130,3 +130,64 @@ def test_the_catalog_held_is_the_one_read_back(built: CliRun, tmp_path: Path) ->
     relations, columns = map(int, proc.stdout.split()[-2:])
     assert relations > 10
     assert columns > relations
+
+
+_ROWS_BOTH_WAYS = """
+import sys
+from itertools import chain
+from dbt.adapters.factory import FACTORY
+from dbt_oml.dbt.catalog_file import catalog_rows
+from dbt_oml.dbt.runner import run_dbt
+
+seen = []
+
+
+def canonical(rows):
+    return sorted(tuple(sorted((k, repr(v)) for k, v in row.items())) for row in rows)
+
+
+def both_ways(ctx):
+    (adapter,) = FACTORY.adapters.values()
+    manifest = adapter.get_macro_resolver()
+
+    def nodes():
+        relational = [n for n in manifest.nodes.values() if n.is_relational]
+        return chain([n for n in relational if not n.is_ephemeral_model], manifest.sources.values())
+
+    used = manifest.get_used_schemas()
+    with adapter.connection_named("generate_catalog"):
+        table, theirs_failed = adapter.get_filtered_catalog(nodes(), used, None)
+        rows, ours_failed = catalog_rows(adapter, nodes(), used)
+    theirs = [dict(zip(table.column_names, row)) for row in table]
+    seen.append(canonical(rows) == canonical(theirs))
+    seen.append(list(rows[0]) == list(table.column_names))
+    seen.extend([len(rows), len({r["table_database"] for r in rows}), len(ours_failed), len(theirs_failed)])
+
+
+run = run_dbt(sys.argv[1:], at_end=both_ways)
+assert run.return_code == 0, run.error
+print(*seen, *run.listener_errors)
+"""
+
+
+def test_the_catalogs_rows_are_the_adapters(built: CliRun, tmp_path: Path) -> None:
+    """catalog_rows gives what the adapter's get_filtered_catalog gives, value for value (types
+    included) and column for column, over the project's catalogs (the warehouse and the
+    attached ones), without agate merging the per-catalog tables."""
+    project = copy_of_built(built, tmp_path / "p")
+    proc = subprocess.run(
+        [sys.executable, "-c", _ROWS_BOTH_WAYS, "run", "--profiles-dir", ".", "-s", "stg_orders"],
+        cwd=project,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    *_, said = proc.stdout.strip().splitlines()
+    same, same_columns, rows, catalogs, ours_failed, theirs_failed = said.split()
+    assert (same, same_columns) == ("True", "True")
+    assert int(rows) > 50
+    assert int(catalogs) >= 2  # more than one table merged
+    assert ours_failed == theirs_failed == "0"
