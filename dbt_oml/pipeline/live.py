@@ -41,7 +41,7 @@ from dbt_oml.pipeline.lineage import (
     closing_workers,
     prestart,
 )
-from dbt_oml.pipeline.memory import quiet_gc
+from dbt_oml.pipeline.memory import freeze_survivors, quiet_gc
 from dbt_oml.pipeline.outbox import keep_durably, outbox_path
 from dbt_oml.pipeline.report import Progress, Report, phase
 from dbt_oml.pipeline.run_inputs import event_settings, invocation_of, namespaces_for
@@ -71,8 +71,10 @@ class LiveEmitter:
         redactor: Redactor,
         prestart: bool = False,
     ) -> None:
-        """`prestart`: start the lineage workers of a cold pod while dbt runs (`dbt-oml
-        build`, which closes them; not the plugin)."""
+        """`prestart`: dbt runs in dbt-oml's own process (`dbt-oml build`, which closes the
+        workers; not the plugin, a guest in a plain dbt): the lineage workers of a cold pod
+        start while dbt runs, and what dbt holds as its first node starts leaves the
+        collector's passes (pipeline.memory.freeze_survivors)."""
         self.settings = settings
         self.cwd = cwd
         self.report = report
@@ -209,6 +211,8 @@ class LiveEmitter:
             )
             return
         builder.manifest = manifest
+        if self.prestart:  # dbt-oml's own process (not the plugin's guest in a plain dbt)
+            freeze_survivors()
         if self.held is not None:
             self.settle(manifest)
         if self.prestart and self.started is None and context.command in BUILD_COMMANDS:

@@ -5,6 +5,7 @@ unsendable events land in the outbox."""
 
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 from datetime import timedelta
@@ -184,3 +185,26 @@ def test_docs_generate_compiles_only_what_the_run_did_not(
 
     args = docs_generate_args(dbt_context(project, **changes))
     assert ("--no-compile" not in args) is compiles
+
+
+@pytest.mark.parametrize("own_process", [True, False])
+def test_what_dbt_holds_leaves_the_collector_in_dbt_omls_own_process(
+    project: Path, own_process: bool
+) -> None:
+    """`dbt-oml build` (prestart: dbt runs in dbt-oml's process) freezes what is alive as the
+    first node starts, so the collector's full passes stop walking dbt's parsed project; the
+    plugin, a guest in a plain dbt, leaves dbt's collector as it is."""
+    settings = settings_in(project.parent, transport=file_transport(project.parent / "e.jsonl"))
+    live = LiveEmitter(
+        settings, cwd=project.parent, report=Report(), redactor=Redactor(), prestart=own_process
+    )
+    live.on_invocation(dbt_context(project))
+    before = gc.get_freeze_count()
+    try:
+        live.on_node_start(NodeStarted(unique_id=MODEL, started_at=STARTED))
+        frozen = gc.get_freeze_count()
+    finally:
+        gc.unfreeze()
+    assert (frozen > before) is own_process
+    assert live.builder is not None
+    assert live.builder.manifest.nodes  # the manifest was read
