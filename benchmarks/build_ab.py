@@ -3,7 +3,7 @@ after dbt's `Done.`, on the synthetic project (synth_project.py), a fresh copy p
 
 Variants interleaved in one run: plain `dbt build`, `dbt-oml build` with an older dbt_oml first
 on PYTHONPATH (`--before DIR`, e.g. `git archive REV dbt_oml | tar -x -C DIR`), and `dbt-oml
-build` as installed. Medians of the repeats, the spread beside them.
+build` as installed, both as `python -m dbt_oml` (the tree's own entry). Medians of the repeats, the spread beside them.
 
     .venv/bin/python benchmarks/build_ab.py --before /tmp/before --models 500 --repeats 4
 
@@ -35,10 +35,10 @@ def main() -> None:
     variants = {
         "dbt build": ([str(BIN / "dbt"), "build"], {}),
         "dbt-oml build, before": (
-            [str(BIN / "dbt-oml"), "build"],
+            [str(BIN / "python"), "-m", "dbt_oml", "build"],
             {"PYTHONPATH": str(args.before.resolve())},
         ),
-        "dbt-oml build, this tree": ([str(BIN / "dbt-oml"), "build"], {}),
+        "dbt-oml build, this tree": ([str(BIN / "python"), "-m", "dbt_oml", "build"], {}),
     }
     samples: dict[str, list[Sample]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory(prefix="dbt-oml-ab-") as work:
