@@ -6,7 +6,7 @@ Pure: no I/O, no environment; clocks and ids are inputs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from datetime import datetime
 from functools import partial
 from operator import itemgetter
@@ -59,7 +59,7 @@ def build_events(
     )
 
 
-def iter_events(
+def iter_events(  # noqa: PLR0913 - keyword-only, each an input of the run's events
     artifacts: RunArtifacts,
     *,
     invocation: Invocation,
@@ -69,9 +69,12 @@ def iter_events(
     ended_at: datetime | None = None,
     error: str | None = None,
     lineage: Lineages | None = None,
+    started_live: Collection[str] = frozenset(),
 ) -> Iterator[RunEvent]:
     """`build_events`, one event at a time: each node event is built only when it is next, so a
-    caller that sends as it goes holds one event, not a run's worth (arguments as there)."""
+    caller that sends as it goes holds one event, not a run's worth (arguments as there).
+    `started_live`: the run ids of node STARTs already sent (a build's, while dbt ran): those
+    are not built again."""
     builder = EventBuilder(
         invocation=invocation,
         namespaces=namespaces,
@@ -90,7 +93,9 @@ def iter_events(
         node = builder.manifest.get(result.unique_id)
         if started is None or result.status == "skipped" or not builder.emits_for(node):
             continue  # no run of its own (node_start/node_end give none)
-        body.append((format_time(started), partial(builder.node_start, result.unique_id, started)))
+        if builder.node_run_id(result.unique_id, started) not in started_live:
+            start = partial(builder.node_start, result.unique_id, started)
+            body.append((format_time(started), start))
         ended = format_time(result.completed_at or started)
         body.append((ended, partial(builder.node_end, result, started)))
     if invocation.command in BUILD_COMMANDS:

@@ -82,6 +82,7 @@ def terminal_events(
         ended_at=ended_at,
         error=error,
         lineage=lineage,  # each model's events wait for its lineage only
+        started_live=live.sent_starts,
     )
     delivery.held = delivery.held or report.refused is not None
     next(events)  # the parent START went out live

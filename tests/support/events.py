@@ -12,7 +12,7 @@ from openlineage.client.serde import Serde
 
 from dbt_oml.artifacts import read_artifacts
 from dbt_oml.events.invocation import EventSettings, Invocation
-from dbt_oml.events.invocation_events import build_events
+from dbt_oml.events.invocation_events import build_events, iter_events
 from dbt_oml.namespaces import Namespaces
 from dbt_oml.runs import JobNaming
 
@@ -25,7 +25,7 @@ STARTED = datetime(2026, 11, 30, 3, 55, 0, tzinfo=timezone.utc)
 
 def events_of(target: Path, **kw: Any) -> list[dict[str, Any]]:
     """The events `dbt-oml` builds from the artifacts in `target`, as JSON documents (`naming`,
-    `command` and build_events' own keywords may be given)."""
+    `command` and iter_events' own keywords may be given)."""
     arts = read_artifacts(target)
     inv = Invocation(
         invocation_id="11111111-2222-3333-4444-555555555555",
@@ -43,7 +43,7 @@ def events_of(target: Path, **kw: Any) -> list[dict[str, Any]]:
         cwd="/w",
         project_root="/w/project",
     )
-    events = build_events(arts, invocation=inv, namespaces=NS, settings=settings, **kw)
+    events = iter_events(arts, invocation=inv, namespaces=NS, settings=settings, **kw)
     return [Serde.to_dict(e) for e in events]
 
 
