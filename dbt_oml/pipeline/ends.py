@@ -108,9 +108,8 @@ def place_of(ctx: DbtContext) -> ProjectPlace:
 
 
 def _send_terminal(live: LiveRun, event: RunEvent) -> None:
-    """Send an event of the end of the run, unless it is a START that went out live."""
-    if event.eventType is RunState.START and event.run.runId in live.sent_starts:
-        return
+    """Send an event of the end of the run, unless its run ended live (plugin mode); the STARTs
+    that went out live are not built at all (iter_events' started_live)."""
     if event.eventType is not RunState.START and event.run.runId in live.sent_ends:
         return
     _, _, delivery = live.wired()

@@ -87,6 +87,22 @@ def test_a_partial_build_still_runs_docs_generate_with_the_builds_parse(
     assert json.loads(docs.read_text())["args"]["which"] == "generate"
 
 
+def _run_at_end(script: str, project: Path) -> subprocess.CompletedProcess[str]:
+    """`script` (a dbt run of stg_orders whose end it inspects) in its own process: dbt keeps
+    global state per process, and the adapter it leaves is what the script reads."""
+    proc = subprocess.run(
+        [sys.executable, "-c", script, "run", "--profiles-dir", ".", "-s", "stg_orders"],
+        cwd=project,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
 _HELD_VS_READ = """
 import json
 import sys
@@ -115,18 +131,7 @@ def test_the_catalog_held_is_the_one_read_back(built: CliRun, tmp_path: Path) ->
     holds equals what reading the file gives (every relation, column, type, index, comment,
     and generated_at), so the events are those `dbt-oml emit` makes from the file; and the file
     is byte for byte what dbt's own writer gives for that document."""
-    project = copy_of_built(built, tmp_path / "p")
-    env = clean_env()
-    proc = subprocess.run(
-        [sys.executable, "-c", _HELD_VS_READ, "run", "--profiles-dir", ".", "-s", "stg_orders"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = _run_at_end(_HELD_VS_READ, copy_of_built(built, tmp_path / "p"))
     relations, columns = map(int, proc.stdout.split()[-2:])
     assert relations > 10
     assert columns > relations
@@ -174,17 +179,7 @@ def test_the_catalogs_rows_are_the_adapters(built: CliRun, tmp_path: Path) -> No
     """catalog_rows gives what the adapter's get_filtered_catalog gives, value for value (types
     included) and column for column, over the project's catalogs (the warehouse and the
     attached ones), without agate merging the per-catalog tables."""
-    project = copy_of_built(built, tmp_path / "p")
-    proc = subprocess.run(
-        [sys.executable, "-c", _ROWS_BOTH_WAYS, "run", "--profiles-dir", ".", "-s", "stg_orders"],
-        cwd=project,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = _run_at_end(_ROWS_BOTH_WAYS, copy_of_built(built, tmp_path / "p"))
     *_, said = proc.stdout.strip().splitlines()
     same, same_columns, rows, catalogs, ours_failed, theirs_failed = said.split()
     assert (same, same_columns) == ("True", "True")
