@@ -77,6 +77,7 @@ class DatasetsMixin:
     #: dataset facets per node (and `hierarchy` per relation the SQL names: _RELATION_KEY)
     _facets: dict[str, dict[str, DatasetFacet]]
     _names: dict[str, dict[str, str]]
+    _files: dict[str, list[str]]
 
     def dataset(self, node: Node) -> DatasetRef:
         name = ".".join(p for p in (node.database, node.schema, node.identifier) if p)
@@ -170,10 +171,14 @@ class DatasetsMixin:
         return out
 
     def _file_paths(self, sql: str) -> list[str]:
-        try:
-            return file_paths(sql, dialect=self.invocation.adapter_type)
-        except RecursionError:
-            return []  # SQL nested deeper than sqlglot can parse: the model keeps its other inputs
+        found = self._files.get(sql)
+        if found is None:
+            try:
+                found = file_paths(sql, dialect=self.invocation.adapter_type)
+            except RecursionError:
+                found = []  # nested deeper than sqlglot parses: the model keeps its other inputs
+            self._files[sql] = found
+        return found
 
     def _plain_input(self, namespace: str, name: str) -> InputDataset:
         """An input that is not a dbt node (a file, a table the SQL names directly)."""

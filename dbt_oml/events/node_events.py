@@ -54,6 +54,8 @@ class EventBuilder(DatasetsMixin, RunsMixin):
     #: facet is never changed once built) and its column names by lower-case name
     _facets: dict[str, dict[str, DatasetFacet]] = field(default_factory=dict)
     _names: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: the file paths each SQL text reads (a node's START and COMPLETE ask for the same)
+    _files: dict[str, list[str]] = field(default_factory=dict)
     #: the run facets every run shares, and the parent facet of every node run (built once)
     _run_facets: dict[str, RunFacet] | None = None
     _parent_facet: dict[str, RunFacet] | None = None
