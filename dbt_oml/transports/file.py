@@ -12,7 +12,8 @@ system calls per event (exists, open, write, close), each one a turn of the GIL 
 lineage threads: 1.5 s of a 2,000-model emit's main thread (py-spy). At most once a second the
 path is checked again: a file removed or replaced meanwhile (log rotation) is opened anew, so
 later events go where the configuration says; the ones written before went to the file that was
-there then, as they would have. Remote paths and one-file-per-event modes keep the client's way.
+there then, as they would have. Remote paths, one-file-per-event modes and Windows (where a file
+held open cannot be renamed or removed) keep the client's way.
 dbt-oml's factory (`build_transport_factory`) gives this class for `type: file`.
 """
 
@@ -77,8 +78,9 @@ class FileTransport(client_file.FileTransport):
         return True
 
     def _holds(self, path: str) -> bool:
-        """Whether events for `path` go through a held file: a local file, appended to."""
-        return self.config.append and "://" not in path
+        """Whether events for `path` go through a held file: a local file, appended to, on a
+        POSIX system (Windows would refuse to rename or remove a file held open)."""
+        return self.config.append and "://" not in path and os.name == "posix"
 
     def _held_file(self, path: str) -> _HeldFile:
         held = self._held
@@ -102,7 +104,7 @@ class _HeldFile:
 
     @classmethod
     def open(cls, path: str, now: float) -> _HeldFile:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)  # not inherited
         try:
             return cls(path, fd, now)
         except OSError:

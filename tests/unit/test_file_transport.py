@@ -103,3 +103,15 @@ def test_the_held_file_is_not_inherited_by_child_processes(tmp_path: Path) -> No
     held = transport._held
     assert held is not None
     assert not os.get_inheritable(held.fd)
+
+
+def test_on_windows_each_event_opens_the_file_as_the_clients_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "events.jsonl"
+    transport, _ = _transport(path)
+    monkeypatch.setattr(os, "name", "nt")  # a file held open there blocks rotation
+    transport.emit(_event(0))
+    transport.emit(_event(1))
+    assert transport._held is None
+    assert path.read_bytes() == _line(0) + _line(1)
