@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Final
 from openlineage.client.transport import file as client_file
 
 from dbt_oml.delivery.outbox import FILE_MODE
-from dbt_oml.events.serialize import to_json
+from dbt_oml.events.serialize import FacetMemo, to_json
 
 if TYPE_CHECKING:
     from openlineage.client.client import Event
@@ -50,11 +50,12 @@ class FileTransport(client_file.FileTransport):
         self.clock: Callable[[], float] = time.monotonic  # of the path's re-checks
         self._held: _HeldFile | None = None
         self._lock = threading.Lock()  # the held file: one emit (or close) at a time
+        self._memo = FacetMemo()  # a node's dataset facets, converted once while recent
 
     def emit(self, event: Event) -> None:
         path = self._get_file_path(event)
         log.debug("Openlineage event will be emitted to file: `%s`", path)
-        text = to_json(event, indent=2 if self.config.debug_mode else None)
+        text = to_json(event, indent=2 if self.config.debug_mode else None, memo=self._memo)
         try:
             if self._holds(path):
                 with self._lock:

@@ -171,3 +171,26 @@ def test_dry_run_collects_serde_dicts(mini_target: Path, tmp_path: Path, held: b
     events = _events(mini_target)
     delivery.send_all(events)
     assert delivery.close().collected == [Serde.to_dict(e) for e in events]
+
+
+def test_a_memo_of_shared_facets_changes_no_byte(mini_target: Path) -> None:
+    events = [column_lineage_where_om_reads_it(e) for e in _events(mini_target)]  # shared facets
+    memo = event_json.FacetMemo(size=3)  # small: facets are forgotten and converted again
+    for event in events * 2:
+        assert event_json.to_json(event, memo=memo) == Serde.to_json(event)
+    assert len(memo._entries) == 3
+
+
+def test_the_memo_keeps_dataset_facets_not_column_lineage(mini_target: Path) -> None:
+    event = next(
+        e for e in _events(mini_target) if any("columnLineage" in o.facets for o in e.outputs)
+    )
+    memo = event_json.FacetMemo()
+    event_json.to_dict(event, memo=memo)
+    kept = {type(facet).__name__ for facet, _ in memo._entries.values()}
+    assert "SchemaDatasetFacet" in kept
+    assert "ColumnLineageDatasetFacet" not in kept
+    schema = event.outputs[0].facets["schema"]
+    assert (
+        memo.get(schema) is event_json.to_dict(event, memo=memo)["outputs"][0]["facets"]["schema"]
+    )
