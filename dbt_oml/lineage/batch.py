@@ -53,6 +53,9 @@ class LineageCache(Protocol):
 
     def get(self, key: str) -> ModelLineage | Lasting | None: ...
     def put(self, key: str, value: ModelLineage | Lasting) -> None: ...
+    def put_entry(self, key: str, text: str) -> None:
+        """`put` of a lineage already encoded (codec.lineage_to_json), as a worker sent it."""
+
     def flush(self) -> None:
         """Store what `put` was given (called once, at the end of `analyse_models`)."""
 
@@ -366,8 +369,8 @@ class _Analysis:
         waiting = {n.unique_id: (n, key) for n, _, key in jobs}
         arrivals = [0]
 
-        def arrived(unique_id: str, outcome: ModelLineage | str) -> None:
-            self.done(*waiting[unique_id], outcome)
+        def arrived(unique_id: str, outcome: ModelLineage | str, entry: str | None) -> None:
+            self.done(*waiting[unique_id], outcome, entry=entry)
             arrivals[0] += 1
             count = arrivals[0]
             if self.progress is not None and (count % 50 == 0 or count == len(jobs)):
@@ -395,15 +398,20 @@ class _Analysis:
             **({"own_columns": own} if own is not None else {}),
         )
 
-    def done(self, node: Node, key: str, outcome: ModelLineage | str) -> None:
-        """Record a model's outcome: opaque with its reason, or analysed (and cached)."""
+    def done(
+        self, node: Node, key: str, outcome: ModelLineage | str, *, entry: str | None = None
+    ) -> None:
+        """Record a model's outcome: opaque with its reason, or analysed (and cached; `entry`:
+        the lineage encoded already)."""
         if isinstance(outcome, str):
             if isinstance(outcome, Lasting) and self.cache is not None:
                 self.cache.put(key, outcome)
             self.opaque(node, outcome)
             return
         self.report.analysed += 1
-        if self.cache is not None:
+        if self.cache is not None and entry is not None:
+            self.cache.put_entry(key, entry)
+        elif self.cache is not None:
             self.cache.put(key, outcome)
         self.record(node, outcome)
 

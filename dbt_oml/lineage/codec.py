@@ -6,6 +6,7 @@ Pure: distinct sources and transformations are written once, edges as indexes in
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from dbt_oml.lineage.types import ColumnEdge, Lasting, ModelLineage, SourceColumn, Transformation
@@ -50,13 +51,17 @@ def outcome_from_json(text: str) -> ModelLineage | Lasting:
 
 def lineage_from_json(text: str) -> ModelLineage:
     doc = json.loads(text)
-    sources = [SourceColumn._make(s) for s in doc["s"]]
-    transforms = [Transformation._make(t) for t in doc["t"]]
+    # one string per name (json makes one per occurrence): a run holds every model's lineage
+    intern = sys.intern
+    sources = [SourceColumn._make(map(intern, s)) for s in doc["s"]]
+    transforms = [Transformation(intern(t), intern(s), m, d) for t, s, m, d in doc["t"]]
 
     def pairs(items: list[Any]) -> tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]:
         return tuple((sources[s], tuple([transforms[t] for t in ts])) for s, ts in items)
 
     return ModelLineage(
-        columns=tuple(ColumnEdge(output=o, inputs=pairs(i), expression=x) for o, x, i in doc["c"]),
+        columns=tuple(
+            ColumnEdge(output=intern(o), inputs=pairs(i), expression=x) for o, x, i in doc["c"]
+        ),
         dataset=pairs(doc["d"]),
     )

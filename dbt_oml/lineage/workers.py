@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from dbt_oml.errors import LineageError
-from dbt_oml.lineage.codec import outcome_to_json
+from dbt_oml.lineage.codec import lineage_from_json, lineage_to_json, outcome_to_json
 from dbt_oml.lineage.model import ModelLineage, build_schema, column_lineage
 from dbt_oml.lineage.types import Lasting
 
@@ -56,6 +56,13 @@ GC_YOUNG: Final = 10_000
 #: A model's lineage, or the reason it has none.
 Outcome = ModelLineage | str
 Tables = Mapping[str, Any]
+#: An outcome as it crosses from a worker: ("L", the lineage's cache entry, codec), ("O", a
+#: lasting verdict) or ("R", a passing reason). Text: the parent stores the entry as it comes and
+#: decodes it once, where it unpickled every object (dataclasses' slow `__setstate__`) and the
+#: cache then encoded the lineage again.
+Sent = tuple[str, str]
+#: Hears a model's outcome and, for a lineage, its cache entry.
+Hears = Callable[[str, Outcome, str | None], None]
 
 
 class Analyse(Protocol):
@@ -260,9 +267,28 @@ def _bounded(worker: _Worker, unique_id: str, sql: str) -> Outcome:
         return f"analysis took longer than {worker.timeout:g} s (given up)"
 
 
-def _run_chunk(path: str, uids: list[str]) -> list[tuple[str, Outcome]]:
+def _run_chunk(path: str, uids: list[str]) -> list[tuple[str, Sent]]:
     worker = _set_up_from(path)
-    return [(uid, _bounded(worker, uid, worker.sql[uid])) for uid in uids]
+    return [(uid, _sent(_bounded(worker, uid, worker.sql[uid]))) for uid in uids]
+
+
+def _sent(outcome: Outcome) -> Sent:
+    if isinstance(outcome, Lasting):
+        return ("O", str(outcome))
+    if isinstance(outcome, str):
+        return ("R", outcome)
+    try:
+        return ("L", lineage_to_json(outcome))
+    except (TypeError, ValueError, AttributeError) as e:  # not a lineage (an `analyse` seam's)
+        return ("R", f"analysis failed ({type(e).__name__}: {str(e)[:200]})")
+
+
+def _received(sent: Sent) -> tuple[Outcome, str | None]:
+    """A worker's outcome (`_sent`) and, for a lineage, its cache entry."""
+    kind, text = sent
+    if kind == "L":
+        return lineage_from_json(text), text
+    return (Lasting(text) if kind == "O" else text), None
 
 
 @contextmanager
@@ -339,12 +365,12 @@ def analyse_parallel(
     *,
     setup: WorkerSetup,
     workers: int,
-    each: Callable[[str, Outcome], None],
+    each: Hears,
     started: Prestarted | None = None,
 ) -> dict[str, Outcome]:
     """(unique_id, sql) jobs analysed in spawned worker processes (`started` ones if given);
-    {} when no pool can start. `each` hears every outcome as its chunk comes back (those of
-    stopped workers' models at the end).
+    {} when no pool can start. `each` hears every outcome (and a lineage's cache entry) as its
+    chunk comes back (those of stopped workers' models at the end).
 
     Every job gets an outcome. When no chunk finishes for `CHUNK * timeout + SLACK` seconds
     (plus STARTUP for the first) the workers are stopped and the unfinished models are opaque.
@@ -380,15 +406,16 @@ def analyse_parallel(
                 except Exception as e:  # noqa: BLE001 - a failed task costs its models only
                     logger.debug("a lineage worker task failed: %r", e)
                     continue
-                done.update(chunk)
-                for uid, outcome in chunk:
-                    each(uid, outcome)
+                for uid, sent in chunk:
+                    outcome, entry = _received(sent)
+                    done[uid] = outcome
+                    each(uid, outcome, entry)
     finally:
         with contextlib.suppress(OSError):
             os.unlink(path)
     stopped = f"analysis did not finish (its worker failed or hung for {patience:g} s)"
     for uid in (uid for uid, _ in jobs if uid not in done):
-        each(uid, stopped)
+        each(uid, stopped, None)
     return {uid: done.get(uid, stopped) for uid, _ in jobs}
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from dbt_oml.artifacts import Column, Manifest, RunArtifacts, read_artifacts
 from dbt_oml.lineage.batch import analyse_models
+from dbt_oml.lineage.codec import lineage_from_json
 from dbt_oml.lineage.early import Planned, file_read_sources, plan_alone
 from dbt_oml.lineage.model import ModelLineage
 from dbt_oml.lineage.types import Lasting
@@ -27,6 +28,9 @@ class Recording:
 
     def put(self, key: str, value: ModelLineage | Lasting) -> None:
         self.entries[key] = value
+
+    def put_entry(self, key: str, text: str) -> None:
+        self.entries[key] = lineage_from_json(text)
 
     def flush(self) -> None:
         pass

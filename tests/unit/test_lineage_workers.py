@@ -15,6 +15,9 @@ from dbt_oml.artifacts import RunArtifacts, read_artifacts
 from dbt_oml.lineage import batch as lineage_batch
 from dbt_oml.lineage import workers as lineage_workers
 from dbt_oml.lineage.batch import analyse_models
+from dbt_oml.lineage.cache import DiskCache
+from dbt_oml.lineage.model import ModelLineage
+from dbt_oml.lineage.types import Lasting
 from dbt_oml.lineage.workers import Outcome, analyse_one
 from tests.support.mini_models import MODELS
 
@@ -154,3 +157,49 @@ def test_no_temporary_folder_means_this_process_analyses(
     serial = analyse_models(arts, wanted=MODELS, dialect="duckdb", workers=1)
     assert report.models == serial.models
     assert report.opaque == serial.opaque == {}
+
+
+def test_worker_processes_store_the_cache_entries_a_serial_run_stores(
+    mini_target: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A worker sends each lineage as its cache entry (text); the run stores it as it came,
+    encoding nothing again, and records the lineage it decodes to: both what analysing here
+    gives."""
+    monkeypatch.setattr(lineage_batch, "PARALLEL_THRESHOLD", 1)
+    arts = read_artifacts(mini_target)
+    entries, reports, caches = [], [], []
+    for workers in (1, 2):
+        cache = _Counting(tmp_path / f"cache-{workers}")
+        report = analyse_models(arts, wanted=MODELS, dialect="duckdb", workers=workers, cache=cache)
+        entries.append(_packed(cache.root))  # flushed at the end of the analysis
+        reports.append(report)
+        caches.append(cache)
+    assert reports[1].analysed == reports[0].analysed > 0
+    assert reports[1].models == reports[0].models
+    assert reports[1].opaque == reports[0].opaque
+    assert entries[1] == entries[0]
+    assert caches[1].encoded == 0  # every analysed lineage stored as the worker sent it
+    assert caches[1].as_sent == reports[1].analysed
+    assert caches[0].encoded == reports[0].analysed
+
+
+class _Counting(DiskCache):
+    """A disk cache counting lineages it encodes (`put`) and entries stored as given."""
+
+    encoded = as_sent = 0
+    putting = False
+
+    def put(self, key: str, value: ModelLineage | Lasting) -> None:
+        self.encoded += not isinstance(value, str)
+        self.putting = True  # DiskCache.put stores through put_entry
+        super().put(key, value)
+        self.putting = False
+
+    def put_entry(self, key: str, text: str) -> None:
+        self.as_sent += not self.putting
+        super().put_entry(key, text)
+
+
+def _packed(root: Path) -> dict[str, str]:
+    lines = (line for pack in root.glob("*.pack") for line in pack.read_text().splitlines())
+    return dict(line.split("\t", 1) for line in lines)
