@@ -13,7 +13,6 @@ Results: benchmarks/README.md (section 0d).
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import sys
 import tempfile
@@ -21,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from e2e_bench import BIN, Sample, clean_env, measure
+from e2e_bench import BIN, Sample, clean_env, fresh_copy, measure
 from synth_project import write_project
 
 
@@ -46,9 +45,7 @@ def main() -> None:
         write_project(template, args.models)
         for repeat in range(args.repeats):
             for name, (command, extra) in variants.items():
-                cwd = Path(work) / "run"
-                shutil.rmtree(cwd, ignore_errors=True)
-                shutil.copytree(template, cwd)
+                cwd = fresh_copy(template, Path(work) / "run")
                 sample = measure([*command, "--profiles-dir", "."], cwd, env | extra)
                 samples[name].append(sample)
                 print(f"  {name} #{repeat + 1}: {sample.wall:.2f}s", file=sys.stderr)

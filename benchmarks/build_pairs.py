@@ -13,7 +13,6 @@ Results: benchmarks/README.md (section 0g).
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import sys
 import tempfile
@@ -21,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from e2e_bench import BIN, Sample, clean_env, measure
+from e2e_bench import BIN, Sample, clean_env, fresh_copy, measure
 from synth_project import write_project
 
 
@@ -39,9 +38,7 @@ def main() -> None:
         for pair in range(args.pairs):
             order = list(commands) if pair % 2 == 0 else list(reversed(commands))
             for name in order:
-                cwd = Path(work) / "run"
-                shutil.rmtree(cwd, ignore_errors=True)
-                shutil.copytree(template, cwd)
+                cwd = fresh_copy(template, Path(work) / "run")
                 sample = measure([commands[name], "build", "--profiles-dir", "."], cwd, env)
                 got[name].append(sample)
                 print(f"  {name} #{pair + 1}: {sample.wall:.2f}s", file=sys.stderr)

@@ -172,6 +172,13 @@ def built_project(models: int) -> Path:
     return dest
 
 
+def fresh_copy(template: Path, dest: Path) -> Path:
+    """`dest` as a new copy of the project `template` (a build never starts from another's)."""
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(template, dest)
+    return dest
+
+
 def change_one_model(target: Path, repeat: int) -> None:
     """One staging model edited (as a rebuild after an edit would leave its artifacts)."""
     uid, note = "model.synth.stg_0000", f"\n-- edited {repeat}\n"
@@ -399,9 +406,7 @@ def build_part(models: int, repeats: int) -> list[str]:
     samples: dict[str, list[Sample]] = {v: [] for v in variants}
     for r in range(repeats):
         for name, commands in variants.items():
-            cwd = WORK / f"build-{models}-{r}-{abs(hash(name))}"
-            shutil.rmtree(cwd, ignore_errors=True)
-            shutil.copytree(template, cwd)
+            cwd = fresh_copy(template, WORK / f"build-{models}-{r}-{abs(hash(name))}")
             events = cwd / "ol-events.jsonl"
             run_env = env | (ol_env(events) if name.startswith("dbt-ol") else {})
             parts = [measure(c, cwd, run_env) for c in commands]

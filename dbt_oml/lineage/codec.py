@@ -54,7 +54,7 @@ def lineage_from_json(text: str) -> ModelLineage:
     # one string per name (json makes one per occurrence): a run holds every model's lineage
     intern = sys.intern
     sources = [SourceColumn._make(map(intern, s)) for s in doc["s"]]
-    transforms = [Transformation(intern(t), intern(s), m, d) for t, s, m, d in doc["t"]]
+    transforms = [Transformation(intern(k), intern(sub), m, d) for k, sub, m, d in doc["t"]]
 
     def pairs(items: list[Any]) -> tuple[tuple[SourceColumn, tuple[Transformation, ...]], ...]:
         return tuple((sources[s], tuple([transforms[t] for t in ts])) for s, ts in items)

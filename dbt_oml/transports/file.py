@@ -90,7 +90,7 @@ class FileTransport(client_file.FileTransport):
             return held
         if held is not None:
             held.close()
-        self._held = None
+            self._held = None  # stays so if opening anew fails
         self._held = _HeldFile.open(path, now)
         return self._held
 
