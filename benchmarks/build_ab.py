@@ -29,15 +29,21 @@ def main() -> None:
     parser.add_argument("--before", type=Path, required=True, help="a folder holding dbt_oml/")
     parser.add_argument("--models", type=int, default=500)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--flag", action="append", default=[], help="a flag for both dbt-oml builds (repeatable)"
+    )
     args = parser.parse_args()
     env = clean_env()
     variants = {
         "dbt build": ([str(BIN / "dbt"), "build"], {}),
         "dbt-oml build, before": (
-            [str(BIN / "python"), "-m", "dbt_oml", "build"],
+            [str(BIN / "python"), "-m", "dbt_oml", "build", *args.flag],
             {"PYTHONPATH": str(args.before.resolve())},
         ),
-        "dbt-oml build, this tree": ([str(BIN / "python"), "-m", "dbt_oml", "build"], {}),
+        "dbt-oml build, this tree": (
+            [str(BIN / "python"), "-m", "dbt_oml", "build", *args.flag],
+            {},
+        ),
     }
     samples: dict[str, list[Sample]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory(prefix="dbt-oml-ab-") as work:
