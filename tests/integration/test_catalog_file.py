@@ -141,10 +141,18 @@ _ROWS_BOTH_WAYS = """
 import sys
 from itertools import chain
 from dbt.adapters.factory import FACTORY
-from dbt_oml.dbt.catalog_file import catalog_rows
+from dbt_oml.dbt.catalog_file import _rows_by_dbt, catalog_rows
+from dbt_oml.dbt.duckdb_catalog import duckdb_catalog_rows
 from dbt_oml.dbt.runner import run_dbt
 
 seen = []
+#: comments agate might read as something else: each must come out as the string it is
+COMMENTS = [
+    "comment on view {orders} is 'null'",
+    "comment on column {orders}.order_id is '123'",
+    "comment on column {orders}.status is ''",
+    "comment on column {orders}.amount is 'true'",
+]
 
 
 def canonical(rows):
@@ -160,29 +168,108 @@ def both_ways(ctx):
         return chain([n for n in relational if not n.is_ephemeral_model], manifest.sources.values())
 
     used = manifest.get_used_schemas()
+    (orders,) = [n.relation_name for n in manifest.nodes.values() if n.name == "stg_orders"]
     with adapter.connection_named("generate_catalog"):
+        for comment in COMMENTS:
+            adapter.execute(comment.format(orders=orders))
         table, theirs_failed = adapter.get_filtered_catalog(nodes(), used, None)
         rows, ours_failed = catalog_rows(adapter, nodes(), used)
+        catalogs = [(i, s) for i, s in adapter._get_catalog_schemas(nodes()).items() if s]
+        fast = duckdb_catalog_rows(adapter, manifest, catalogs, used)
+        by_dbt, _ = _rows_by_dbt(adapter, catalogs, used)
     theirs = [dict(zip(table.column_names, row)) for row in table]
     seen.append(canonical(rows) == canonical(theirs))
+    seen.append(fast is not None and canonical(fast) == canonical(theirs) == canonical(by_dbt))
+    seen.append(sorted({r["column_comment"] for r in rows if r["table_name"] == "stg_orders"}, key=repr))
     seen.append(list(rows[0]) == list(table.column_names))
     seen.extend([len(rows), len({r["table_database"] for r in rows}), len(ours_failed), len(theirs_failed)])
 
 
 run = run_dbt(sys.argv[1:], at_end=both_ways)
 assert run.return_code == 0, run.error
-print(*seen, *run.listener_errors)
+print(*seen, *run.listener_errors, sep="|")
 """
 
 
 def test_the_catalogs_rows_are_the_adapters(built: CliRun, tmp_path: Path) -> None:
     """catalog_rows gives what the adapter's get_filtered_catalog gives, value for value (types
     included) and column for column, over the project's catalogs (the warehouse and the
-    attached ones), without agate merging the per-catalog tables."""
+    attached ones), without agate merging the per-catalog tables; and so do dbt-duckdb's query
+    read without agate (dbt.duckdb_catalog, which catalog_rows takes here) and dbt's queries
+    merged without it, with comments agate could have read as a number, a boolean or NULL."""
     proc = _run_at_end(_ROWS_BOTH_WAYS, copy_of_built(built, tmp_path / "p"))
     *_, said = proc.stdout.strip().splitlines()
-    same, same_columns, rows, catalogs, ours_failed, theirs_failed = said.split()
-    assert (same, same_columns) == ("True", "True")
+    same, fast_same, comments, same_columns, rows, catalogs, ours_failed, theirs_failed = (
+        said.split("|")
+    )
+    assert (same, fast_same, same_columns) == ("True", "True", "True")
+    assert comments == repr(["", "123", "true", None])
     assert int(rows) > 50
     assert int(catalogs) >= 2  # more than one table merged
     assert ours_failed == theirs_failed == "0"
+
+
+_OVERRIDDEN = """
+import sys
+from itertools import chain
+from dbt.adapters.factory import FACTORY
+from dbt_oml.dbt.catalog_file import catalog_rows
+from dbt_oml.dbt.duckdb_catalog import duckdb_catalog_rows
+from dbt_oml.dbt.runner import run_dbt
+
+seen = []
+
+
+def at_end(ctx):
+    (adapter,) = FACTORY.adapters.values()
+    manifest = adapter.get_macro_resolver()
+    nodes = lambda: chain(  # noqa: E731
+        [n for n in manifest.nodes.values() if n.is_relational and not n.is_ephemeral_model],
+        manifest.sources.values(),
+    )
+    used = manifest.get_used_schemas()
+    with adapter.connection_named("generate_catalog"):
+        catalogs = [(i, s) for i, s in adapter._get_catalog_schemas(nodes()).items() if s]
+        seen.append(duckdb_catalog_rows(adapter, manifest, catalogs, used) is None)
+        rows, _ = catalog_rows(adapter, nodes(), used)
+    seen.append(sorted({r["table_comment"] for r in rows}, key=repr))
+
+
+run = run_dbt(sys.argv[1:], at_end=at_end)
+assert run.return_code == 0, run.error
+print(*seen, sep="|")
+"""
+
+#: A project's own catalog macro: the table comment says whose query ran.
+_OVERRIDE = """
+{% macro duckdb__get_catalog(information_schema, schemas) -%}
+  {% set query %}
+    with tables as (
+      {{ duckdb__get_catalog_tables_sql(information_schema) }}
+      {{ duckdb__get_catalog_schemas_where_clause_sql(schemas) }}
+    ),
+    columns as (
+      {{ duckdb__get_catalog_columns_sql(information_schema) }}
+      {{ duckdb__get_catalog_schemas_where_clause_sql(schemas) }}
+    )
+    select tables.table_database, tables.table_schema, tables.table_name, tables.table_type,
+      'the project''s macro' as table_comment, columns.column_name, columns.column_index,
+      columns.column_type, columns.column_comment, null as table_owner
+    from tables join columns using (table_database, table_schema, table_name)
+    order by table_schema, table_name, column_index
+  {% endset %}
+  {{ return(run_query(query)) }}
+{%- endmacro %}
+"""
+
+
+def test_a_projects_own_catalog_macro_is_run_as_dbt_runs_it(built: CliRun, tmp_path: Path) -> None:
+    """When the project defines a catalog macro of its own, dbt-duckdb's query is not run
+    without agate: dbt's path runs the project's macro, as `dbt docs generate` would."""
+    project = copy_of_built(built, tmp_path / "p")
+    (project / "macros" / "own_catalog.sql").write_text(_OVERRIDE)
+    proc = _run_at_end(_OVERRIDDEN, project)
+    *_, said = proc.stdout.strip().splitlines()
+    fell_back, comments = said.split("|")
+    assert fell_back == "True"
+    assert comments == repr(["the project's macro"])
