@@ -125,8 +125,32 @@ def measure(command: list[str], cwd: Path, env: dict[str, str]) -> Sample:
     )
 
 
+#: Services whose Kubernetes links every command's environment holds (`--service-links`).
+SERVICES = 0
+
+
+def service_links(services: int) -> dict[str, str]:
+    """What Kubernetes puts in a pod's environment for `services` services of one TCP port
+    each in its namespace (service links are on by default): 7 variables per service."""
+    out: dict[str, str] = {}
+    for i in range(services):
+        name, host, port = f"SERVICE_{i:03d}", f"10.96.{i // 250}.{i % 250 + 1}", "8080"
+        url = f"tcp://{host}:{port}"
+        out |= {
+            f"{name}_SERVICE_HOST": host,
+            f"{name}_SERVICE_PORT": port,
+            f"{name}_PORT": url,
+            f"{name}_PORT_{port}_TCP": url,
+            f"{name}_PORT_{port}_TCP_PROTO": "tcp",
+            f"{name}_PORT_{port}_TCP_PORT": port,
+            f"{name}_PORT_{port}_TCP_ADDR": host,
+        }
+    return out
+
+
 def clean_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENLINEAGE", "DBT_"))}
+    env |= service_links(SERVICES)
     env["DO_NOT_TRACK"] = "1"
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"  # dbt-ol runs `dbt` from PATH
     return env
@@ -449,7 +473,15 @@ def main() -> None:
     parser.add_argument("--build-models", type=int, default=500)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip", choices=["emit", "build"], action="append", default=[])
+    parser.add_argument(
+        "--service-links",
+        type=int,
+        default=0,
+        help="every command's environment holds the Kubernetes links of this many services",
+    )
     args = parser.parse_args()
+    global SERVICES  # noqa: PLW0603 - the whole run's environment, set once
+    SERVICES = args.service_links
     WORK.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()
     if "emit" not in args.skip:
