@@ -13,14 +13,13 @@ Results: benchmarks/README.md (section 0d).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from e2e_bench import BIN, Sample, clean_env, fresh_copy, measure
+from e2e_bench import BIN, Sample, clean_env, fresh_copy, measure, print_walls
 from synth_project import write_project
 
 
@@ -55,16 +54,7 @@ def main() -> None:
                 sample = measure([*command, "--profiles-dir", "."], cwd, env | extra)
                 samples[name].append(sample)
                 print(f"  {name} #{repeat + 1}: {sample.wall:.2f}s", file=sys.stderr)
-    print("| variant | wall s (median) | min-max s | before Done s | after Done s |")
-    print("|---|---|---|---|---|")
-    for name, got in samples.items():
-        walls = [s.wall for s in got]
-        after = [s.after_done or 0.0 for s in got]
-        before = [w - a for w, a in zip(walls, after, strict=True)]
-        print(
-            f"| {name} | {statistics.median(walls):.2f} | {min(walls):.2f}-{max(walls):.2f} "
-            f"| {statistics.median(before):.2f} | {statistics.median(after):.2f} |"
-        )
+    print_walls(samples)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from e2e_bench import BIN, Sample, clean_env, fresh_copy, measure
+from e2e_bench import BIN, Sample, clean_env, fresh_copy, measure, print_walls
 from synth_project import write_project
 
 
@@ -42,14 +42,7 @@ def main() -> None:
                 sample = measure([commands[name], "build", "--profiles-dir", "."], cwd, env)
                 got[name].append(sample)
                 print(f"  {name} #{pair + 1}: {sample.wall:.2f}s", file=sys.stderr)
-    print("| variant | wall s (median) | min-max s | after Done s |")
-    print("|---|---|---|---|")
-    for name, samples in got.items():
-        walls = [s.wall for s in samples]
-        after = statistics.median(s.after_done or 0.0 for s in samples)
-        print(
-            f"| {name} | {statistics.median(walls):.2f} | {min(walls):.2f}-{max(walls):.2f} | {after:.2f} |"
-        )
+    print_walls(got)
     ratios = [o.wall / d.wall for d, o in zip(got["dbt build"], got["dbt-oml build"], strict=True)]
     print(
         f"\nper pair, dbt-oml build / dbt build: median {statistics.median(ratios):.3f}, "

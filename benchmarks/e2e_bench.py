@@ -203,6 +203,20 @@ def fresh_copy(template: Path, dest: Path) -> Path:
     return dest
 
 
+def print_walls(samples: dict[str, list[Sample]]) -> None:
+    """Each variant's wall time, spread, and time before and after dbt's `Done.`, as a table."""
+    print("| variant | wall s (median) | min-max s | before Done s | after Done s |")
+    print("|---|---|---|---|---|")
+    for name, got in samples.items():
+        walls = [s.wall for s in got]
+        after = [s.after_done or 0.0 for s in got]
+        before = [w - a for w, a in zip(walls, after, strict=True)]
+        print(
+            f"| {name} | {statistics.median(walls):.2f} | {min(walls):.2f}-{max(walls):.2f} "
+            f"| {statistics.median(before):.2f} | {statistics.median(after):.2f} |"
+        )
+
+
 def change_one_model(target: Path, repeat: int) -> None:
     """One staging model edited (as a rebuild after an edit would leave its artifacts)."""
     uid, note = "model.synth.stg_0000", f"\n-- edited {repeat}\n"

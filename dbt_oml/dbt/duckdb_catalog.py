@@ -22,6 +22,8 @@ import logging
 from collections.abc import Iterable
 from typing import Any, Final
 
+from dbt_oml.dbt.relation_columns import cursor_rows
+
 logger = logging.getLogger(__name__)
 
 #: sha256 (its start) of `duckdb__get_catalog`'s text in dbt-duckdb 1.11: what `_query` composes.
@@ -52,11 +54,8 @@ def duckdb_catalog_rows(
         for information_schema, schemas in catalogs:
             if not schemas:
                 continue
-            _, cursor = adapter.connections.add_query(
-                _query(adapter, information_schema, schemas), auto_begin=False
-            )
-            names = [column[0] for column in cursor.description]
-            for values in cursor.fetchall():
+            names, found = cursor_rows(adapter, _query(adapter, information_schema, schemas))
+            for values in found:
                 if any(type(v) not in _PLAIN for v in values):
                     return None
                 row = dict(zip(names, values, strict=True))
@@ -72,10 +71,13 @@ def _stock_adapter(adapter: Any) -> bool:
     """DuckDB, whose catalog methods are BaseAdapter's (dbt-duckdb's own, 1.11)."""
     from dbt.adapters.base.impl import BaseAdapter
 
+    def function(cls: type, name: str) -> Any:  # a classmethod's is bound anew at each access
+        found = getattr(cls, name)
+        return getattr(found, "__func__", found)
+
     kind = type(adapter)
     return str(adapter.type()) == "duckdb" and all(
-        getattr(getattr(kind, name), "__func__", getattr(kind, name))
-        is getattr(getattr(BaseAdapter, name), "__func__", getattr(BaseAdapter, name))
+        function(kind, name) is function(BaseAdapter, name)
         for name in ("_get_one_catalog", "_catalog_filter_table", "get_catalog")
     )
 

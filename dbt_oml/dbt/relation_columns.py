@@ -72,15 +72,16 @@ def _duckdb_columns(
     if not catalogs:
         return {}
     sql = _DUCKDB_COLUMNS.format(catalogs=", ".join(_quote(c) for c in catalogs))
-    return columns_by_node(_fetch(adapter, sql), relations)
+    return columns_by_node(cursor_rows(adapter, sql)[1], relations)
 
 
-def _fetch(adapter: Any, sql: str) -> list[tuple[Any, ...]]:
-    """The rows of `sql` as the cursor gives them, in the thread's connection: `execute(...,
-    fetch=True)` would build an agate table of them first (0.67 s of plugin mode's 1.8 s of
-    queries at 500 models). dbt still logs the query and turns its errors into its own."""
+def cursor_rows(adapter: Any, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """The column names and rows of `sql` as the cursor gives them, in the thread's connection:
+    `execute(..., fetch=True)` would build an agate table of them first (0.67 s of plugin
+    mode's 1.8 s of queries at 500 models). dbt still logs the query and turns its errors into
+    its own."""
     _, cursor = adapter.connections.add_query(sql, auto_begin=False)
-    return list(cursor.fetchall())
+    return [column[0] for column in cursor.description], list(cursor.fetchall())
 
 
 def columns_by_node(
@@ -132,7 +133,7 @@ def relation_columns(adapter: Any, nodes: Iterable[Node]) -> dict[str, tuple[Col
     with adapter.connection_named("dbt_oml_columns"):
         if str(adapter.type()) != "duckdb":
             return _adapter_columns(adapter, relations.values())
-        rows = _fetch(adapter, relations_query(relations))
+        _, rows = cursor_rows(adapter, relations_query(relations))
     return columns_by_node(rows, relations)
 
 
