@@ -29,6 +29,7 @@ from dbt_oml.relay.verdicts import (
 from dbt_oml.transports.jetstream import ensure_stream
 from dbt_oml.transports.jetstream.config import JetStreamConfig
 from dbt_oml.transports.jetstream.connection import (
+    LOST,
     NatsUnavailableError,
     close_quietly,
     connect,
@@ -189,9 +190,9 @@ class Relay:
                 if retried and once:
                     return  # what OM could not take now comes back later; --once ends here
         except faults as e:
-            raise NatsUnavailableError(
-                server=self.server, cause=describe(e, timeout=self.source.publish_timeout)
-            ) from e
+            # an ack or fetch that timed out after the connection broke failed because it broke
+            cause = LOST if lost.is_set() else describe(e, timeout=self.source.publish_timeout)
+            raise NatsUnavailableError(server=self.server, cause=cause) from e
         finally:
             await close_quietly(nc, timeout=self._close_timeout)
 

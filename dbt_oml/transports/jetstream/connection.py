@@ -61,6 +61,10 @@ class NatsUnavailableError(TransientDeliveryError):
         super().__init__(target=f"NATS {server}", reason=cause)
 
 
+#: What a broken connection is called, whichever failure it caused first.
+LOST = "the connection was lost"
+
+
 def server_label(servers: list[str]) -> str:
     """The servers as one short text, without credentials.
 
@@ -124,7 +128,7 @@ def _nats_cause(error: BaseException, text: str) -> str | None:
     if isinstance(error, js_errors.ServiceUnavailableError):
         return "JetStream is not available yet (a leader election, or a server catching up)"
     if isinstance(error, nats_errors.ConnectionClosedError | nats_errors.StaleConnectionError):
-        return "the connection was lost"
+        return LOST
     if isinstance(error, js_errors.APIError):
         return mask(f"JetStream refused: {error.description or error}")
     return None
