@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from dbt_oml.errors import LineageError
+from dbt_oml.lineage import setup_file
 from dbt_oml.lineage.codec import lineage_from_json, lineage_to_json, outcome_to_json
 from dbt_oml.lineage.model import ModelLineage, build_schema, column_lineage
 from dbt_oml.lineage.types import Lasting
@@ -156,7 +157,7 @@ class _Worker:
 
 @dataclass(frozen=True, kw_only=True)
 class WorkerSetup:
-    """What the worker processes analyse with: each gets it once, as it starts."""
+    """What the worker processes analyse with (through the run's setup file)."""
 
     tables: Tables
     case: Mapping[str, str]
@@ -170,10 +171,8 @@ class WorkerSetup:
     (the pool's feeder thread then never waits on a full pipe for the GIL)."""
 
 
-#: Set once in each worker process by `_start` (the schema is built there once, not per task),
-#: with the setup file it came from.
-_WORKER: list[_Worker] = []
-_WORKER_FROM: list[str] = []
+#: In each worker process: the run's setup file (path, descriptor, index), opened once.
+_FILE: list[tuple[str, int, setup_file.Index]] = []
 
 
 def _prepare() -> None:
@@ -223,31 +222,33 @@ def analyse_job(job: Job) -> Outcome:
     return _bounded(worker, job.unique_id, job.sql)
 
 
-def _start(setup: WorkerSetup) -> None:
-    schema = build_schema(setup.tables, dialect=setup.dialect)
-    gc.freeze()  # the setup and schema live as long as the worker: no pass walks them again
-    gc.set_threshold(GC_YOUNG, *gc.get_threshold()[1:])
-    _WORKER[:] = [
-        _Worker(
-            schema,
-            setup.case,
-            setup.dialect,
-            setup.default_catalog,
-            setup.timeout,
-            setup.analyse,
-            setup.own_columns,
-            setup.sql,
-        )
-    ]
+def _opened(path: str) -> tuple[int, setup_file.Index]:
+    """The setup file `path` (open, and its index read, once per worker and run)."""
+    if not _FILE or _FILE[0][0] != path:
+        for _, fd, _ in _FILE:
+            os.close(fd)
+        fd = os.open(path, os.O_RDONLY)
+        _FILE[:] = [(path, fd, setup_file.read_index(fd))]
+        gc.freeze()  # the index lives as long as the worker: no pass walks it again
+    return _FILE[0][1], _FILE[0][2]
 
 
-def _set_up_from(path: str) -> _Worker:
-    """This worker's setup for the run whose setup file is `path` (read once per worker)."""
-    if [path] != _WORKER_FROM:
-        with open(path, "rb") as f:
-            _start(pickle.load(f))  # noqa: S301 - this run's own file, 0600
-        _WORKER_FROM[:] = [path]
-    return _WORKER[0]
+def _chunk_worker(path: str, uids: list[str]) -> _Worker:
+    """What a chunk is analysed with: its models, over a schema of the relations they name."""
+    fd, index = _opened(path)
+    setup: WorkerSetup = index.head
+    models = setup_file.read_models(fd, index, uids)
+    tables = setup_file.tables_for(fd, index, (sql for sql, _ in models.values()))
+    return _Worker(
+        build_schema(tables, dialect=setup.dialect),
+        setup.case,
+        setup.dialect,
+        setup.default_catalog,
+        setup.timeout,
+        setup.analyse,
+        {uid: own for uid, (_, own) in models.items() if own},
+        {uid: sql for uid, (sql, _) in models.items()},
+    )
 
 
 def _bounded(worker: _Worker, unique_id: str, sql: str) -> Outcome:
@@ -268,7 +269,7 @@ def _bounded(worker: _Worker, unique_id: str, sql: str) -> Outcome:
 
 
 def _run_chunk(path: str, uids: list[str]) -> list[tuple[str, Sent]]:
-    worker = _set_up_from(path)
+    worker = _chunk_worker(path, uids)
     return [(uid, _sent(_bounded(worker, uid, worker.sql[uid]))) for uid in uids]
 
 
@@ -374,7 +375,8 @@ def analyse_parallel(
 
     Every job gets an outcome. When no chunk finishes for `CHUNK * timeout + SLACK` seconds
     (plus STARTUP for the first) the workers are stopped and the unfinished models are opaque.
-    The setup goes to the workers as a file of this run's (0600), each reading it once.
+    The setup goes to the workers as a file of this run's (0600): each reads its index once
+    and, for each chunk, the SQL of its models and the columns of the relations they name.
     """
     import multiprocessing
 
@@ -420,26 +422,19 @@ def analyse_parallel(
 
 
 def _setup_file(setup: WorkerSetup) -> str | None:
-    """The setup pickled into a file only this user reads (the caller removes it); None, and a
-    debug line, when it cannot be written."""
+    """The setup written into a file only this user reads, in records a worker reads as its
+    chunks need them (setup_file; the caller removes it); None, and a debug line, when it
+    cannot be written."""
     try:
         fd, path = tempfile.mkstemp(prefix="dbt-oml-lineage-", suffix=".pickle")
     except OSError as e:
         logger.debug("no temporary file for the lineage workers (%s); analysing serially", e)
         return None
+    head = replace(setup, tables={}, case=dict(setup.case), own_columns={}, sql={})
+    models = {uid: (sql, tuple(setup.own_columns.get(uid, ()))) for uid, sql in setup.sql.items()}
     try:
         with os.fdopen(fd, "wb") as f:
-            pickle.dump(
-                replace(
-                    setup,
-                    tables=dict(setup.tables),
-                    case=dict(setup.case),
-                    own_columns=dict(setup.own_columns),
-                    sql=dict(setup.sql),
-                ),
-                f,
-                protocol=pickle.HIGHEST_PROTOCOL,
-            )
+            setup_file.write(f, head, models=models, tables=setup.tables)
     except (OSError, pickle.PicklingError, TypeError, AttributeError) as e:
         logger.debug("the lineage workers' setup was not written (%s); analysing serially", e)
         with contextlib.suppress(OSError):

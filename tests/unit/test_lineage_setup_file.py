@@ -1,0 +1,125 @@
+"""The workers' setup file is read in pieces: a chunk's schema holds only the relations its SQL
+can name, and every model's answer is the one a schema of every relation gives (issue 31)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from dbt_oml.lineage import setup_file
+from dbt_oml.lineage import workers as lineage_workers
+from dbt_oml.lineage.model import build_schema
+from dbt_oml.lineage.workers import WorkerSetup, analyse_one, analyse_parallel
+
+TABLES = {
+    "w": {
+        "main": {
+            "orders": {"id": "INT", "amount": "DOUBLE", "customer_id": "INT"},
+            "customers": {"id": "INT", "name": "TEXT"},
+            "odd name": {"x": "INT"},
+            "dash-name": {"y": "INT"},
+            **{f"t{i}": {"id": "INT", f"c{i}": "INT"} for i in range(30)},
+        },
+        "other": {"orders": {"id": "INT", "note": "TEXT"}},
+    },
+    "raw": {"main": {"Payments": {"Id": "INT", "Amount": "DOUBLE"}}},
+}
+
+#: Queries that name relations every way a query can, and some it cannot resolve.
+QUERIES = [
+    "select o.id, c.name from w.main.orders o join w.main.customers c on o.customer_id = c.id",
+    "select * from orders",
+    "select * from other.orders",
+    "SELECT ID, AMOUNT FROM W.MAIN.ORDERS",
+    'select * from raw.main."Payments"',
+    'select "Id" from raw.main.payments',
+    'select * from w.main."odd name"',
+    'select y from w.main."dash-name"',
+    "select amount from w.main.orders join w.main.t3 using (id)",
+    "select id from (select * from w.main.t7) s where c7 > 0",
+    "select 1 as one",
+    "select * from nowhere",
+    "select n.note, o.amount from w.other.orders n join orders o using (id)",
+    "with t3 as (select * from w.main.t4) select * from t3",
+]
+
+
+def _case() -> dict[str, str]:
+    case: dict[str, str] = {}
+    for catalog, schemas in TABLES.items():
+        for schema, tables in schemas.items():
+            for table, columns in tables.items():
+                for name in (catalog, schema, table, *columns):
+                    case.setdefault(name.lower(), name)
+    return case
+
+
+@pytest.mark.parametrize("chunk", [1, 8], ids=["a model per chunk", "chunks of 8"])
+def test_workers_answer_as_a_schema_of_every_relation_does(
+    monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    monkeypatch.setattr(lineage_workers, "CHUNK", chunk)
+    jobs = [(f"model.p.m{i}", sql) for i, sql in enumerate(QUERIES)]
+    setup = WorkerSetup(tables=TABLES, case=_case(), dialect="duckdb", default_catalog="w")
+    got = analyse_parallel(jobs, setup=setup, workers=2, each=lambda *_: None)
+    full = build_schema(TABLES, dialect="duckdb")
+    expected = {
+        uid: analyse_one(
+            sql,
+            schema=full,
+            dialect="duckdb",
+            unique_id=uid,
+            default_catalog="w",
+            case=setup.case,
+        )
+        for uid, sql in jobs
+    }
+    assert got == expected
+    assert sum(not isinstance(v, str) for v in got.values()) >= 10  # most have lineage
+
+
+def _index(tmp_path: Path) -> tuple[int, setup_file.Index]:
+    path = tmp_path / "setup"
+    models = {"m": ("select 1", ("a",))}
+    with path.open("wb") as f:
+        setup_file.write(f, {"head": 1}, models=models, tables=TABLES)
+    fd = os.open(path, os.O_RDONLY)
+    return fd, setup_file.read_index(fd)
+
+
+def test_a_chunk_reads_the_relations_its_sql_names_and_no_others(tmp_path: Path) -> None:
+    fd, index = _index(tmp_path)
+    try:
+        assert index.head == {"head": 1}
+        assert setup_file.read_models(fd, index, ["m"]) == {"m": ("select 1", ("a",))}
+        tables = setup_file.tables_for(fd, index, ["SELECT * FROM Orders join t3 using (id)"])
+        named = sorted((c, s, t) for c, ss in tables.items() for s, ts in ss.items() for t in ts)
+        assert named == [
+            ("w", "main", "dash-name"),  # not one word: in every schema
+            ("w", "main", "odd name"),
+            ("w", "main", "orders"),
+            ("w", "main", "t3"),
+            ("w", "other", "orders"),  # the same identifier in another schema
+        ]
+        assert tables["w"]["main"]["t3"] == {"id": "INT", "c3": "INT"}
+        assert setup_file.tables_for(fd, index, ['select * from "PAYMENTS"'])["raw"] == {
+            "main": {"Payments": {"Id": "INT", "Amount": "DOUBLE"}}
+        }
+    finally:
+        os.close(fd)
+
+
+def test_a_schema_is_never_empty(tmp_path: Path) -> None:
+    path = tmp_path / "setup"
+    with path.open("wb") as f:
+        setup_file.write(f, None, models={}, tables={"w": {"main": {"t": {"id": "INT"}}}})
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        index = setup_file.read_index(fd)
+        assert setup_file.tables_for(fd, index, ["select 1"]) == {
+            "w": {"main": {"t": {"id": "INT"}}}
+        }
+    finally:
+        os.close(fd)
