@@ -33,7 +33,7 @@ from dbt_oml.pipeline.lineage import (
     prestarted,
     project_graph,
 )
-from dbt_oml.pipeline.memory import quiet_gc
+from dbt_oml.pipeline.memory import quiet_gc, release_freed
 from dbt_oml.pipeline.outbox import keep_durably, outbox_folder, outbox_path, remote_outbox
 from dbt_oml.pipeline.report import Progress, Report, phase
 from dbt_oml.pipeline.run_inputs import event_settings, namespaces_for
@@ -135,6 +135,7 @@ def _emit(
     project = resolve_project(options)
     redactor.add(*project.secrets)
     artifacts = read_artifacts(project.target_path)
+    release_freed()  # the JSON documents' pages, before the lineage workers start work
     report.problems += artifacts.problems
     invocation = _invocation(project, artifacts)
     results = _run_results(project, artifacts)
