@@ -83,20 +83,22 @@ def _record(f: IO[bytes], value: object) -> Span:
     return start, len(data)
 
 
-def read_index(fd: int) -> Index:
-    """The index of the setup file open as `fd`."""
-    size = os.fstat(fd).st_size
-    (start,) = _TRAILER.unpack(os.pread(fd, _TRAILER.size, size - _TRAILER.size))
-    index: Index = pickle.loads(os.pread(fd, size - _TRAILER.size - start, start))  # noqa: S301 - this run's own file, 0600
+def read_index(f: IO[bytes]) -> Index:
+    """The index of the setup file open as `f`."""
+    size = f.seek(0, os.SEEK_END)
+    (start,) = _TRAILER.unpack(_bytes(f, (size - _TRAILER.size, _TRAILER.size)))
+    index: Index = pickle.loads(_bytes(f, (start, size - _TRAILER.size - start)))  # noqa: S301 - this run's own file, 0600
     return index
 
 
-def read_models(fd: int, index: Index, uids: Iterable[str]) -> dict[str, Model]:
+def read_models(f: IO[bytes], index: Index, uids: Iterable[str]) -> dict[str, Model]:
     """(SQL, own columns) of each model in `uids`."""
-    return {uid: _read(fd, index.models[uid]) for uid in uids}
+    return {uid: _read(f, index.models[uid]) for uid in uids}
 
 
-def tables_for(fd: int, index: Index, sqls: Iterable[str]) -> dict[str, dict[str, dict[str, Any]]]:
+def tables_for(
+    f: IO[bytes], index: Index, sqls: Iterable[str]
+) -> dict[str, dict[str, dict[str, Any]]]:
     """The columns of every relation these queries can name (see the module's docstring)."""
     words: set[str] = set()
     for sql in sqls:
@@ -108,11 +110,16 @@ def tables_for(fd: int, index: Index, sqls: Iterable[str]) -> dict[str, dict[str
         keys.append(next(iter(index.relations)))
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for catalog, schema, table in dict.fromkeys(keys):
-        columns = _read(fd, index.relations[(catalog, schema, table)])
+        columns = _read(f, index.relations[(catalog, schema, table)])
         out.setdefault(catalog, {}).setdefault(schema, {})[table] = columns
     return out
 
 
-def _read(fd: int, span: Span) -> Any:
+def _read(f: IO[bytes], span: Span) -> Any:
+    return pickle.loads(_bytes(f, span))  # noqa: S301 - this run's own file, 0600
+
+
+def _bytes(f: IO[bytes], span: Span) -> bytes:
     offset, length = span
-    return pickle.loads(os.pread(fd, length, offset))  # noqa: S301 - this run's own file, 0600
+    f.seek(offset)
+    return f.read(length)

@@ -27,7 +27,7 @@ import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import IO, TYPE_CHECKING, Any, Final, Protocol
 
 from dbt_oml.errors import LineageError
 from dbt_oml.lineage import setup_file
@@ -171,8 +171,8 @@ class WorkerSetup:
     (the pool's feeder thread then never waits on a full pipe for the GIL)."""
 
 
-#: In each worker process: the run's setup file (path, descriptor, index), opened once.
-_FILE: list[tuple[str, int, setup_file.Index]] = []
+#: In each worker process: the run's setup file (path, open file, index), opened once.
+_FILE: list[tuple[str, IO[bytes], setup_file.Index]] = []
 
 
 def _prepare() -> None:
@@ -222,23 +222,23 @@ def analyse_job(job: Job) -> Outcome:
     return _bounded(worker, job.unique_id, job.sql)
 
 
-def _opened(path: str) -> tuple[int, setup_file.Index]:
+def _opened(path: str) -> tuple[IO[bytes], setup_file.Index]:
     """The setup file `path` (open, and its index read, once per worker and run)."""
     if not _FILE or _FILE[0][0] != path:
-        for _, fd, _ in _FILE:
-            os.close(fd)
-        fd = os.open(path, os.O_RDONLY)
-        _FILE[:] = [(path, fd, setup_file.read_index(fd))]
+        for _, f, _ in _FILE:
+            f.close()
+        f = open(path, "rb")  # noqa: SIM115 - open while the worker serves this run
+        _FILE[:] = [(path, f, setup_file.read_index(f))]
         gc.freeze()  # the index lives as long as the worker: no pass walks it again
     return _FILE[0][1], _FILE[0][2]
 
 
 def _chunk_worker(path: str, uids: list[str]) -> _Worker:
     """What a chunk is analysed with: its models, over a schema of the relations they name."""
-    fd, index = _opened(path)
+    f, index = _opened(path)
     setup: WorkerSetup = index.head
-    models = setup_file.read_models(fd, index, uids)
-    tables = setup_file.tables_for(fd, index, (sql for sql, _ in models.values()))
+    models = setup_file.read_models(f, index, uids)
+    tables = setup_file.tables_for(f, index, (sql for sql, _ in models.values()))
     return _Worker(
         build_schema(tables, dialect=setup.dialect),
         setup.case,

@@ -3,7 +3,6 @@ can name, and every model's answer is the one a schema of every relation gives (
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -80,21 +79,21 @@ def test_workers_answer_as_a_schema_of_every_relation_does(
     assert sum(not isinstance(v, str) for v in got.values()) >= 10  # most have lineage
 
 
-def _index(tmp_path: Path) -> tuple[int, setup_file.Index]:
+def _written(
+    tmp_path: Path, models: dict[str, setup_file.Model], tables: setup_file.Tables
+) -> Path:
     path = tmp_path / "setup"
-    models = {"m": ("select 1", ("a",))}
     with path.open("wb") as f:
-        setup_file.write(f, {"head": 1}, models=models, tables=TABLES)
-    fd = os.open(path, os.O_RDONLY)
-    return fd, setup_file.read_index(fd)
+        setup_file.write(f, {"head": 1}, models=models, tables=tables)
+    return path
 
 
 def test_a_chunk_reads_the_relations_its_sql_names_and_no_others(tmp_path: Path) -> None:
-    fd, index = _index(tmp_path)
-    try:
+    with _written(tmp_path, {"m": ("select 1", ("a",))}, TABLES).open("rb") as f:
+        index = setup_file.read_index(f)
         assert index.head == {"head": 1}
-        assert setup_file.read_models(fd, index, ["m"]) == {"m": ("select 1", ("a",))}
-        tables = setup_file.tables_for(fd, index, ["SELECT * FROM Orders join t3 using (id)"])
+        assert setup_file.read_models(f, index, ["m"]) == {"m": ("select 1", ("a",))}
+        tables = setup_file.tables_for(f, index, ["SELECT * FROM Orders join t3 using (id)"])
         named = sorted((c, s, t) for c, ss in tables.items() for s, ts in ss.items() for t in ts)
         assert named == [
             ("w", "main", "dash-name"),  # not one word: in every schema
@@ -104,22 +103,12 @@ def test_a_chunk_reads_the_relations_its_sql_names_and_no_others(tmp_path: Path)
             ("w", "other", "orders"),  # the same identifier in another schema
         ]
         assert tables["w"]["main"]["t3"] == {"id": "INT", "c3": "INT"}
-        assert setup_file.tables_for(fd, index, ['select * from "PAYMENTS"'])["raw"] == {
+        assert setup_file.tables_for(f, index, ['select * from "PAYMENTS"'])["raw"] == {
             "main": {"Payments": {"Id": "INT", "Amount": "DOUBLE"}}
         }
-    finally:
-        os.close(fd)
 
 
 def test_a_schema_is_never_empty(tmp_path: Path) -> None:
-    path = tmp_path / "setup"
-    with path.open("wb") as f:
-        setup_file.write(f, None, models={}, tables={"w": {"main": {"t": {"id": "INT"}}}})
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        index = setup_file.read_index(fd)
-        assert setup_file.tables_for(fd, index, ["select 1"]) == {
-            "w": {"main": {"t": {"id": "INT"}}}
-        }
-    finally:
-        os.close(fd)
+    tables = {"w": {"main": {"t": {"id": "INT"}}}}
+    with _written(tmp_path, {}, tables).open("rb") as f:
+        assert setup_file.tables_for(f, setup_file.read_index(f), ["select 1"]) == tables
