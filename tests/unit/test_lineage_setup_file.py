@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dbt_oml.lineage import setup_file
 from dbt_oml.lineage import workers as lineage_workers
@@ -112,3 +114,75 @@ def test_a_schema_is_never_empty(tmp_path: Path) -> None:
     tables = {"w": {"main": {"t": {"id": "INT"}}}}
     with _written(tmp_path, {}, tables).open("rb") as f:
         assert setup_file.tables_for(f, setup_file.read_index(f), ["select 1"]) == tables
+
+
+_CATALOGS = ["w", "raw"]
+_SCHEMAS = ["main", "other", "Main"]
+_TABLES = ["orders", "Orders", "t1", "T_2", "odd name", "dash-name", "select"]
+_COLUMNS = ["id", "ID", "amount", "x", "Name"]
+
+relations = st.tuples(
+    st.sampled_from(_CATALOGS), st.sampled_from(_SCHEMAS), st.sampled_from(_TABLES)
+)
+projects = st.dictionaries(
+    relations,
+    st.lists(st.sampled_from(_COLUMNS), min_size=1, max_size=4, unique_by=str.lower),
+    max_size=8,
+)
+
+
+def _named(relation: tuple[str, str, str], form: int) -> str:
+    quoted = ['"' + part + '"' for part in relation]
+    return [".".join(quoted), ".".join(quoted[1:]), quoted[2], relation[2].lower()][form]
+
+
+@st.composite
+def queries(draw: st.DrawFn) -> str:
+    first, second = draw(relations), draw(relations)
+    a = _named(first, draw(st.integers(0, 3)))
+    b = _named(second, draw(st.integers(0, 3)))
+    column = '"' + draw(st.sampled_from(_COLUMNS)) + '"'
+    return draw(
+        st.sampled_from(
+            [
+                f"select * from {a}",
+                f"select {column} from {a}",
+                f"select l.*, r.{column} from {a} l join {b} r on true",
+                f"select {column} from {a} join {b} using ({column})",
+                f"select * from (select * from {a}) s",
+                f"with c as (select * from {a}) select * from c join {b} on true",
+            ]
+        )
+    )
+
+
+@settings(deadline=None, database=None, max_examples=150)
+@given(project=projects, sql=queries())
+def test_a_slice_answers_as_every_relation_does(
+    tmp_path_factory: pytest.TempPathFactory,
+    project: dict[tuple[str, str, str], list[str]],
+    sql: str,
+) -> None:
+    tables: dict[str, dict[str, dict[str, dict[str, str]]]] = {}
+    case: dict[str, str] = {}
+    for (catalog, schema, table), columns in project.items():
+        tables.setdefault(catalog, {}).setdefault(schema, {})[table] = dict.fromkeys(columns, "INT")
+        for name in (catalog, schema, table, *columns):
+            case.setdefault(name.lower(), name)
+    path = tmp_path_factory.mktemp("setup") / "file"
+    with path.open("wb") as f:
+        setup_file.write(f, None, models={}, tables=tables)
+    with path.open("rb") as r:
+        sliced = setup_file.tables_for(r, setup_file.read_index(r), [sql])
+
+    def answer(over: setup_file.Tables) -> object:
+        return analyse_one(
+            sql,
+            schema=build_schema(over, dialect="duckdb"),
+            dialect="duckdb",
+            unique_id="m",
+            default_catalog="w",
+            case=case,
+        )
+
+    assert answer(sliced) == answer(tables)
