@@ -170,7 +170,8 @@ class _Tables:
             c.name: (c.type or "UNKNOWN") for c in columns
         }
         for name in (db, schema, table, *(c.name for c in columns)):
-            self.case.setdefault(name.lower(), name)
+            lowered = name.lower()  # a new string, even when equal: the name serves as both
+            self.case.setdefault(name if lowered == name else lowered, name)
         self.known[node.unique_id] = columns
 
     def add_all(self, artifacts: RunArtifacts, known: Mapping[str, tuple[Column, ...]]) -> None:
