@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from e2e_bench import BIN, Sample, clean_env, fresh_copy, measure, print_walls
+from measuring import BIN, Sample, clean_env, fresh_copy, measure, print_walls
 from synth_project import write_project
 
 

@@ -25,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from e2e_bench import BIN, WORK, _tree_rss, clean_env, ol_env
+from e2e_bench import WORK
+from measuring import BIN, clean_env, ol_env, tree_rss
 
 CGROUPS = Path("/sys/fs/cgroup/memory")
 
@@ -55,7 +56,7 @@ def measure(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, 
         )
         rss = charged = 0
         while proc.poll() is None:
-            rss, charged = max(rss, _tree_rss(proc.pid)), max(charged, _charged_kib(group))
+            rss, charged = max(rss, tree_rss(proc.pid)), max(charged, _charged_kib(group))
             time.sleep(0.02)
         wall = time.perf_counter() - start
         err.seek(0)

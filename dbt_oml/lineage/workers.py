@@ -56,7 +56,8 @@ GC_YOUNG: Final = 10_000
 
 #: A model's lineage, or the reason it has none.
 Outcome = ModelLineage | str
-Tables = Mapping[str, Any]
+#: {catalog: {schema: {table: {column: type}}}}, as the setup file holds them.
+Tables = setup_file.Tables
 #: An outcome as it crosses from a worker: ("L", the lineage's cache entry, codec), ("O", a
 #: lasting verdict) or ("R", a passing reason). Text: the parent stores the entry as it comes and
 #: decodes it once, where it unpickled every object (dataclasses' slow `__setstate__`) and the
