@@ -14,7 +14,9 @@ names a relation by its identifier, unquoted (any case) or quoted (as spelled). 
 schema holds every relation whose identifier, lower-cased, is a word of its lower-cased SQL,
 with every other relation of the same identifier (a partly qualified name resolves among
 them); a relation whose identifier is not one word (a space, a dash) is in every schema; and a
-schema is never empty (sqlglot reads the mapping's depth off it).
+schema is never empty (sqlglot reads the mapping's depth off it). The relations keep the run's
+own order: where normalising makes two names one (schemas `Main` and `main` of an attached
+database), sqlglot merges their columns in the order it meets them.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ def tables_for(
     if not keys and index.relations:
         keys.append(next(iter(index.relations)))
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    for catalog, schema, table in dict.fromkeys(keys):
+    for catalog, schema, table in sorted(set(keys), key=lambda key: index.relations[key][0]):
         columns = _read(f, index.relations[(catalog, schema, table)])
         out.setdefault(catalog, {}).setdefault(schema, {})[table] = columns
     return out

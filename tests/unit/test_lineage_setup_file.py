@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dbt_oml.lineage import setup_file
@@ -158,6 +158,15 @@ def queries(draw: st.DrawFn) -> str:
 
 @settings(deadline=None, database=None, max_examples=150)
 @given(project=projects, sql=queries())
+@example(  # two schemas one name once normalised: sqlglot merges them in the order it meets them
+    project={
+        ("w", "other", "orders"): ["id"],
+        ("w", "Main", "orders"): ["id", "amount"],
+        ("w", "main", "orders"): ["id", "x"],
+        ("w", "main", "odd name"): ["id"],
+    },
+    sql='select * from "w"."main"."orders"',
+)
 def test_a_slice_answers_as_every_relation_does(
     tmp_path_factory: pytest.TempPathFactory,
     project: dict[tuple[str, str, str], list[str]],
