@@ -25,7 +25,8 @@ _READERS = re.compile(
     r"|parquet_scan|delta_scan|iceberg_scan|sniff_csv)$",
     re.IGNORECASE,
 )
-#: Cheap text tests before parsing: a reader function call ...
+#: Cheap text tests before parsing: a reader function call (searched for only in SQL that holds
+#: `read_` or `_scan` in any case: the search alone took 0.1 s of 2,000 models' 0.14 s) ...
 _READER_CALL = re.compile(r"read_\w+\s*\(|\w+_scan\s*\(", re.IGNORECASE)
 #: ... or a quoted string, scanned in order with the comments, so quotes pair as the SQL pairs
 #: them (a lone quote is the last alternative: the text cannot be read, so it is parsed)
@@ -115,7 +116,8 @@ def may_name_file(sql: str) -> bool:
     >>> may_name_file("select * from 'data/events.parquet'")
     True
     """
-    if _READER_CALL.search(sql):
+    folded = sql.casefold()  # as IGNORECASE matches: the long s (U+017F) is an `s` to both
+    if ("read_" in folded or "_scan" in folded) and _READER_CALL.search(sql):
         return True
     for match in _QUOTED.finditer(sql):
         token = match.group()

@@ -61,6 +61,9 @@ def test_file_paths(sql: str, expected: list[str]) -> None:
         ("select * from 'data/events'", True),
         ('select * from "data/x.csv.gz"', True),
         ("select * from read_parquet(getvariable('p'))", True),
+        ("select * from READ_Parquet (getvariable('p'))", True),  # any case, as DuckDB reads it
+        ("select * from delta_\u017fcan(getvariable('p'))", True),  # long s: IGNORECASE's `s`
+        ("select * from read_me join my_scan using (id)", False),  # names, not calls
         ("select 'unpaired from t", True),
     ],
 )
