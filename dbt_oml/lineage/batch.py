@@ -66,6 +66,8 @@ class LineageReport:
 
     models: dict[str, ModelLineage] = field(default_factory=dict)
     opaque: dict[str, str] = field(default_factory=dict)
+    found: set[str] = field(default_factory=set)
+    """The models with lineage (in `models` too, unless the analysis was asked not to keep it)."""
     cache_hits: int = 0
     analysed: int = 0
 
@@ -222,6 +224,7 @@ def analyse_models(  # noqa: PLR0913 - keyword-only options with defaults; 30 ca
     spelling: Mapping[str, str] | None = None,
     started: Prestarted | None = None,
     settled: Settled | None = None,
+    keep: bool = True,
 ) -> LineageReport:
     """Column lineage of the `wanted` models (analysing their model ancestors first).
 
@@ -234,14 +237,16 @@ def analyse_models(  # noqa: PLR0913 - keyword-only options with defaults; 30 ca
     raises for a model. `progress` hears (models analysed, models to analyse); `analyse` is
     the per-model seam (tests); `spelling` (lower-case name -> spelling) is what a wider
     catalog would have spelled first (the plugin gives one model's relations); `started`:
-    workers started earlier; `settled` hears each outcome as it comes (None: opaque).
+    workers started earlier; `settled` hears each outcome as it comes (None: opaque); `keep`:
+    False when `settled` is the only reader of the lineage (the report then counts the models
+    with lineage, `found`, and holds none of them).
     """
     tables = _Tables(case=dict(spelling or {}))
     tables.add_all(artifacts, known_columns(artifacts, seed_headers=seed_headers, extra=extra))
     run = _Analysis.over(
         artifacts, tables, dialect=dialect, default_catalog=default_catalog, cache=cache
     )
-    run.analyse, run.settled = analyse, settled or _unheard
+    run.analyse, run.settled, run.keep = analyse, settled or _unheard, keep
     todo = run.plan(wanted)
     total, finished = len(todo), 0
     run.progress = (lambda done: progress(done, total)) if progress is not None else None
@@ -283,6 +288,7 @@ class _Analysis:
     schema: _LazySchema
     own: dict[str, tuple[str, ...]]
     settled: Settled
+    keep: bool = True
     report: LineageReport = field(default_factory=LineageReport)
     progress: Callable[[int], None] | None = None
     """Hears how many models the workers have analysed, every 50 and at the end."""
@@ -355,7 +361,7 @@ class _Analysis:
     def parallel(
         self, jobs: list[_Job], *, workers: int, timeout: float, started: Prestarted | None
     ) -> set[str]:
-        """Analyse jobs in worker processes; the unique_ids done ({} when no pool can start)."""
+        """Analyse jobs in worker processes; the unique_ids done (none when no pool can start)."""
         setup = WorkerSetup(
             tables=self.tables.tables,
             case=self.tables.case,
@@ -377,14 +383,13 @@ class _Analysis:
             if self.progress is not None and (count % 50 == 0 or count == len(jobs)):
                 self.progress(count)
 
-        done = analyse_parallel(
+        return analyse_parallel(
             [(n.unique_id, sql) for n, sql, _ in jobs],
             setup=setup,
             workers=workers,
             started=started,
-            each=arrived,  # recorded as they come; {} when no pool could run: all go serially
+            each=arrived,  # recorded as they come; none when no pool could run: all go serially
         )
-        return set(done)
 
     def one(self, node: Node, sql: str) -> ModelLineage | str:
         """One model analysed in this process (a string: why it is opaque)."""
@@ -417,7 +422,11 @@ class _Analysis:
         self.record(node, outcome)
 
     def record(self, node: Node, lineage: ModelLineage) -> None:
-        _record(self.report, self.tables, self.schema, node, lineage)
+        self.report.found.add(node.unique_id)
+        if self.keep:
+            self.report.models[node.unique_id] = lineage
+        if node.unique_id not in self.tables.known:  # its children's `*` expands to its outputs
+            self.schema.add(node, tuple(Column(name=e.output) for e in lineage.columns))
         self.settled(node.unique_id, lineage)
 
     def opaque(self, node: Node, reason: str) -> None:
@@ -443,18 +452,6 @@ class _LazySchema:
         if self.schema is not None:
             types = {c.name: "UNKNOWN" for c in columns}
             self.schema.add_table(_table_ref(node), types, dialect=self.dialect)
-
-
-def _record(
-    report: LineageReport,
-    tables: _Tables,
-    schema: _LazySchema,
-    node: Node,
-    lineage: ModelLineage,
-) -> None:
-    report.models[node.unique_id] = lineage
-    if node.unique_id not in tables.known:
-        schema.add(node, tuple(Column(name=e.output) for e in lineage.columns))
 
 
 def file_sources(artifacts: RunArtifacts) -> dict[str, str]:

@@ -369,10 +369,11 @@ def analyse_parallel(
     workers: int,
     each: Hears,
     started: Prestarted | None = None,
-) -> dict[str, Outcome]:
-    """(unique_id, sql) jobs analysed in spawned worker processes (`started` ones if given);
-    {} when no pool can start. `each` hears every outcome (and a lineage's cache entry) as its
-    chunk comes back (those of stopped workers' models at the end).
+) -> set[str]:
+    """(unique_id, sql) jobs analysed in spawned worker processes (`started` ones if given):
+    the unique_ids answered, every job's, or none when no pool can start. `each` hears every
+    outcome (and a lineage's cache entry) as its chunk comes back (those of stopped workers'
+    models at the end); it is their only holder (a run's lineage is not kept here to the end).
 
     Every job gets an outcome. When no chunk finishes for `CHUNK * timeout + SLACK` seconds
     (plus STARTUP for the first) the workers are stopped and the unfinished models are opaque.
@@ -390,13 +391,13 @@ def analyse_parallel(
                 pool = context.Pool(min(workers, len(chunks)), _prepare)
     except OSError as e:  # e.g. no importable __main__ (embedded Python), no semaphores
         logger.debug("lineage worker processes unavailable (%s); analysing serially", e)
-        return {}
+        return set()
     path = _setup_file(replace(setup, sql=dict(jobs)))
     if path is None:  # no temporary folder to write to: this process analyses them
         pool.terminate()
-        return {}
+        return set()
     patience = CHUNK * setup.timeout + SLACK
-    done: dict[str, Outcome] = {}
+    done: set[str] = set()
     try:
         with pool:  # leaving terminates the workers, a hung one included
             results = pool.imap_unordered(functools.partial(_run_chunk, path), chunks)
@@ -411,7 +412,7 @@ def analyse_parallel(
                     continue
                 for uid, sent in chunk:
                     outcome, entry = _received(sent)
-                    done[uid] = outcome
+                    done.add(uid)
                     each(uid, outcome, entry)
     finally:
         with contextlib.suppress(OSError):
@@ -419,7 +420,7 @@ def analyse_parallel(
     stopped = f"analysis did not finish (its worker failed or hung for {patience:g} s)"
     for uid in (uid for uid, _ in jobs if uid not in done):
         each(uid, stopped, None)
-    return {uid: done.get(uid, stopped) for uid, _ in jobs}
+    return {uid for uid, _ in jobs}
 
 
 def _setup_file(setup: WorkerSetup) -> str | None:

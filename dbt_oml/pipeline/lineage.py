@@ -267,8 +267,8 @@ def column_lineage_for(  # noqa: PLR0913 - keyword-only, each optional part of a
     the ones already reported opaque are not analysed again. A NodeLineage brings the cache its
     analyses used, so pruning keeps their entries (any other mapping: nothing is pruned when
     every model is known, as nothing of this cache was looked up). `started`: `prestart`'s.
-    `settled` hears each model's outcome as it comes (a LineageFeed).
-    """
+    `settled` hears each model's outcome as it comes (a LineageFeed), then the only holder of
+    the lineage found here (the models known before are returned)."""
     wanted = lineage_wanted(settings, artifacts)
     if not wanted:
         return {}
@@ -281,7 +281,7 @@ def column_lineage_for(  # noqa: PLR0913 - keyword-only, each optional part of a
     if not todo:
         if shared is not None:
             prune_cache(shared, artifacts, wanted)
-        return _checked(settings, report, wanted, done, guard=guard)
+        return _checked(settings, report, wanted, done, found=len(done), guard=guard)
     project = artifacts.manifest.project_name
     cache = shared or lineage_cache(place.target_path, settings, project=project)
     result = analyse_models(
@@ -296,6 +296,7 @@ def column_lineage_for(  # noqa: PLR0913 - keyword-only, each optional part of a
         extra=extra,
         started=started,
         settled=settled,
+        keep=settled is None,
     )
     hits, analysed = result.cache_hits, result.analysed
     logger.debug("column lineage: %d models from the cache, %d analysed here", hits, analysed)
@@ -303,7 +304,8 @@ def column_lineage_for(  # noqa: PLR0913 - keyword-only, each optional part of a
         prune_cache(cache, artifacts, wanted)
     models = {**done, **{uid: lin for uid, lin in result.models.items() if uid in todo}}
     report.opaque.update({uid: why for uid, why in result.opaque.items() if uid in todo})
-    return _checked(settings, report, wanted, models, guard=guard)
+    found = len(done) + len(result.found & todo)
+    return _checked(settings, report, wanted, models, found=found, guard=guard)
 
 
 def lineage_feed(  # noqa: PLR0913 - keyword-only, column_lineage_for's
@@ -356,11 +358,12 @@ def _checked(
     wanted: set[str],
     models: dict[str, ModelLineage],
     *,
+    found: int,
     guard: bool,
 ) -> dict[str, ModelLineage]:
-    """Record the count; the run-level guard when none of the models has column lineage."""
-    report.lineage_models = len(models)
-    if guard and not models and not settings.lineage.allow_empty_column_lineage:
+    """Record the count (`found`: models with lineage); the run-level guard when none has."""
+    report.lineage_models = found
+    if guard and not found and not settings.lineage.allow_empty_column_lineage:
         report.refused = (
             f"none of the {len(wanted)} models that ran has column lineage; sending would make "
             "OpenMetadata replace the column lineage it holds with none. Fix the cause above "

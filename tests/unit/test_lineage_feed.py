@@ -1,12 +1,17 @@
 """LineageFeed: a run's events are built while its models are analysed; each model's event waits
-for that model's lineage only, and the feed ends holding what the finished lineage holds."""
+for that model's lineage only, the feed ends holding what the finished lineage holds, and a
+lineage handed out is forgotten."""
 
 from __future__ import annotations
 
 import threading
+import weakref
+from pathlib import Path
 
 import pytest
 
+from dbt_oml.artifacts import read_artifacts
+from dbt_oml.lineage.batch import analyse_models
 from dbt_oml.lineage.types import ColumnEdge, ModelLineage
 from dbt_oml.pipeline.feed import LineageFeed
 
@@ -86,3 +91,34 @@ def test_made_here_answers_at_once_and_raises_where_it_is_made() -> None:
     feed.decided()
     with pytest.raises(RuntimeError, match="bad"):
         LineageFeed.made({"m.a"}, _failing)
+
+
+class _Watched(ModelLineage):
+    """A lineage a weak reference can watch (ModelLineage has slots)."""
+
+
+def test_a_lineage_is_handed_out_once_and_then_forgotten() -> None:
+    made = [_Watched(columns=A.columns)]
+    watch = weakref.ref(made[0])
+
+    def work(settled):
+        settled("m.a", made.pop())
+        return {}  # a streaming work returns nothing of what it settled
+
+    feed = LineageFeed.made({"m.a"}, work)
+    assert feed.get("m.a").columns == A.columns  # type: ignore[union-attr]
+    assert watch() is None  # the feed kept nothing of it: the event built from it was its end
+    assert feed.get("m.a") is None  # asked again: handed out already
+
+
+def test_a_streaming_analysis_keeps_no_lineage_and_counts_it(mini_target: Path) -> None:
+    arts = read_artifacts(mini_target)
+    models = {u for u, n in arts.manifest.nodes.items() if n.resource_type == "model"}
+    heard: dict[str, ModelLineage | None] = {}
+    report = analyse_models(
+        arts, wanted=models, dialect="duckdb", settled=heard.__setitem__, keep=False
+    )
+    kept = analyse_models(arts, wanted=models, dialect="duckdb")
+    assert report.models == {}
+    assert report.found == set(kept.models)
+    assert {u: lin for u, lin in heard.items() if lin is not None} == kept.models

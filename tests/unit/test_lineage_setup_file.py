@@ -64,7 +64,11 @@ def test_workers_answer_as_a_schema_of_every_relation_does(
     monkeypatch.setattr(lineage_workers, "CHUNK", chunk)
     jobs = [(f"model.p.m{i}", sql) for i, sql in enumerate(QUERIES)]
     setup = WorkerSetup(tables=TABLES, case=_case(), dialect="duckdb", default_catalog="w")
-    got = analyse_parallel(jobs, setup=setup, workers=2, each=lambda *_: None)
+    got: dict[str, object] = {}
+    answered = analyse_parallel(
+        jobs, setup=setup, workers=2, each=lambda uid, outcome, _: got.__setitem__(uid, outcome)
+    )
+    assert answered == {uid for uid, _ in jobs}
     full = build_schema(TABLES, dialect="duckdb")
     expected = {
         uid: analyse_one(
