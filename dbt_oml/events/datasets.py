@@ -27,13 +27,14 @@ from dbt_oml.artifacts import (
 )
 from dbt_oml.events import facets
 from dbt_oml.events.invocation import EventSettings, Invocation
+from dbt_oml.events.recent import Recent
 from dbt_oml.lineage.filerefs import file_dataset, file_paths
 from dbt_oml.lineage.model import SourceColumn
 from dbt_oml.namespaces import Namespaces
 
 #: The levels of a relation's `hierarchy` facet, highest first.
 HIERARCHY_LEVELS = ("DATABASE", "SCHEMA", "TABLE")
-#: The key, in the facet cache, of a relation that is no dbt node (named by the SQL).
+#: The key, among the plain facets, of a relation that is no dbt node (named by the SQL).
 _RELATION_KEY = "relation:{}/{}"
 
 
@@ -72,12 +73,13 @@ class DatasetsMixin:
     settings: EventSettings
     manifest: Manifest
     catalog: Catalog | None
-    _columns: dict[str, tuple[Column, ...]]
+    _columns: Recent[str, tuple[Column, ...]]
     _relations: dict[RelationKey, Node] | None
     #: dataset facets per node (and `hierarchy` per relation the SQL names: _RELATION_KEY)
-    _facets: dict[str, dict[str, DatasetFacet]]
-    _names: dict[str, dict[str, str]]
-    _files: dict[str, list[str]]
+    _facets: Recent[str, dict[str, DatasetFacet]]
+    _names: Recent[str, dict[str, str]]
+    _plain_facets: dict[str, dict[str, DatasetFacet]]
+    _files: Recent[str, list[str]]
 
     def dataset(self, node: Node) -> DatasetRef:
         name = ".".join(p for p in (node.database, node.schema, node.identifier) if p)
@@ -109,7 +111,8 @@ class DatasetsMixin:
         namespace = self.namespaces.for_database(source.catalog)
         levels = hierarchy(parts, self.settings.producer)
         if levels is not None:  # for the plain input this relation becomes
-            self._facets.setdefault(_RELATION_KEY.format(namespace, name), {"hierarchy": levels})
+            key = _RELATION_KEY.format(namespace, name)
+            self._plain_facets.setdefault(key, {"hierarchy": levels})
         return namespace, name, source.column
 
     def columns(self, node: Node) -> tuple[Column, ...]:
@@ -192,7 +195,7 @@ class DatasetsMixin:
         return InputDataset(
             namespace=namespace,
             name=name,
-            facets={**plain, **self._facets.get(_RELATION_KEY.format(namespace, name), {})},
+            facets={**plain, **self._plain_facets.get(_RELATION_KEY.format(namespace, name), {})},
         )
 
     def output(self, node: Node, rows: int | None = None) -> OutputDataset:
