@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -97,10 +98,14 @@ def read_columns(raw: object) -> tuple[Column, ...]:
         index = col.get("index")
         # catalog.json columns (thousands) have neither tags, meta nor config: skip their parsing
         plain = "tags" not in col and "meta" not in col and "config" not in col
+        name = as_text(col.get("name"))
+        kind = as_text(col.get("data_type")) or as_text(col.get("type"))
         cols.append(
             Column(
-                name=as_text(col.get("name")) or str(key),
-                type=as_text(col.get("data_type")) or as_text(col.get("type")),
+                # the document's key where equal: the JSON reader makes one string of a key
+                # however often it recurs (`id` in a thousand relations); a value is a new one
+                name=str(key) if not name or name == key else name,
+                type=sys.intern(kind) if kind is not None else None,  # a few types, 51,000 times
                 description=as_text(col.get("description")) or as_text(col.get("comment")),
                 index=index if isinstance(index, int) else None,
                 tags=() if plain else column_tags(col),
