@@ -3,6 +3,8 @@ can name, and every model's answer is the one a schema of every relation gives (
 
 from __future__ import annotations
 
+import gc
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -199,3 +201,23 @@ def test_a_slice_answers_as_every_relation_does(
         )
 
     assert answer(sliced) == answer(tables)
+
+
+def test_a_chunk_leaves_no_garbage_behind() -> None:
+    """A worker frees each chunk's parse trees (cyclic garbage) as the chunk ends, rather than
+    carrying them until the collector's oldest generation runs (the worker's peak memory)."""
+    jobs = [(f"model.p.m{i}", sql) for i, sql in enumerate(QUERIES)]
+    setup = WorkerSetup(tables=TABLES, case=_case(), dialect="duckdb", default_catalog="w")
+    path = lineage_workers._setup_file(replace(setup, sql=dict(jobs)))
+    assert path is not None
+    gc.collect()
+    try:
+        sent = lineage_workers._run_chunk(path, [uid for uid, _ in jobs])
+        assert sum(kind == "L" for _, (kind, _) in sent) >= 10
+        assert gc.collect() == 0  # nothing of the chunk was left for a later pass
+    finally:
+        for _, f, _ in lineage_workers._FILE:
+            f.close()
+        lineage_workers._FILE.clear()
+        gc.unfreeze()  # `_opened` froze this process's objects, as it does a worker's
+        Path(path).unlink()
