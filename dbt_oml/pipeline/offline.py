@@ -33,7 +33,7 @@ from dbt_oml.pipeline.lineage import (
     prestarted,
     project_graph,
 )
-from dbt_oml.pipeline.memory import quiet_gc, release_freed
+from dbt_oml.pipeline.memory import one_heap, quiet_gc, release_freed
 from dbt_oml.pipeline.outbox import keep_durably, outbox_folder, outbox_path, remote_outbox
 from dbt_oml.pipeline.report import Progress, Report, phase
 from dbt_oml.pipeline.run_inputs import event_settings, namespaces_for
@@ -96,6 +96,7 @@ def emit(
     artifacts and settings are checked, before the transport is made (the CLI's line saying
     where events go); `progress` hears each phase; `plan`: a dry run asks OM for its bootstrap
     plan (`verify`, which reads OM itself, does not)."""
+    one_heap()  # before the lineage and pool threads start
     with quiet_gc():
         try:
             return _emit(

@@ -1,10 +1,12 @@
-"""The heap's free pages go back to the system after the artifacts are read (glibc), and a C
-library without `malloc_trim` changes nothing."""
+"""The heap's free pages go back to the system after the artifacts are read, an emit's threads
+share one heap (glibc), and a C library without `malloc_trim` or `mallopt` changes nothing."""
 
 from __future__ import annotations
 
 import ctypes
 import platform
+import subprocess
+import sys
 
 import pytest
 
@@ -30,7 +32,7 @@ def test_pages_freed_by_dropped_documents_go_back() -> None:
 
 
 class _NoTrim:
-    """A C library without malloc_trim (musl, macOS)."""
+    """A C library without malloc_trim or mallopt (musl, macOS)."""
 
 
 def test_without_malloc_trim_nothing_happens(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -42,3 +44,37 @@ def test_without_malloc_trim_nothing_happens(monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(ctypes, "CDLL", unloadable)
     assert memory.release_freed() is False
+
+
+_THREADED = """
+import ctypes, sys, threading
+from dbt_oml.pipeline.memory import one_heap
+if sys.argv[1] == "one":
+    assert one_heap()
+def allocate():
+    kept = [bytes(100_000) for _ in range(50)]
+    assert len(kept) == 50
+worker = threading.Thread(target=allocate)
+worker.start()
+worker.join()
+ctypes.CDLL(None).malloc_stats()
+"""
+
+
+def _heaps(mode: str) -> int:
+    """The C heaps (glibc's arenas) a fresh process has after a second thread allocated."""
+    done = subprocess.run(
+        [sys.executable, "-c", _THREADED, mode], capture_output=True, text=True, check=True
+    )
+    return done.stderr.count("Arena ")
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="M_ARENA_MAX is glibc's")
+def test_with_one_heap_a_second_thread_allocates_from_the_first_ones() -> None:
+    assert _heaps("default") >= 2  # glibc's own way: the thread got a heap of its own
+    assert _heaps("one") == 1
+
+
+def test_without_mallopt_nothing_happens(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ctypes, "CDLL", lambda _name: _NoTrim())
+    assert memory.one_heap() is False
