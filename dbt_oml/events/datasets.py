@@ -34,8 +34,6 @@ from dbt_oml.namespaces import Namespaces
 
 #: The levels of a relation's `hierarchy` facet, highest first.
 HIERARCHY_LEVELS = ("DATABASE", "SCHEMA", "TABLE")
-#: The key, among the plain facets, of a relation that is no dbt node (named by the SQL).
-_RELATION_KEY = "relation:{}/{}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,10 +73,11 @@ class DatasetsMixin:
     catalog: Catalog | None
     _columns: Recent[str, tuple[Column, ...]]
     _relations: dict[RelationKey, Node] | None
-    #: dataset facets per node (and `hierarchy` per relation the SQL names: _RELATION_KEY)
+    #: dataset facets per recent node
     _facets: Recent[str, dict[str, DatasetFacet]]
     _names: Recent[str, dict[str, str]]
-    _plain_facets: dict[str, dict[str, DatasetFacet]]
+    #: `hierarchy` per (namespace, name) of a relation the SQL names that is no dbt node
+    _plain_facets: dict[tuple[str, str], dict[str, DatasetFacet]]
     _files: Recent[str, list[str]]
 
     def dataset(self, node: Node) -> DatasetRef:
@@ -111,8 +110,7 @@ class DatasetsMixin:
         namespace = self.namespaces.for_database(source.catalog)
         levels = hierarchy(parts, self.settings.producer)
         if levels is not None:  # for the plain input this relation becomes
-            key = _RELATION_KEY.format(namespace, name)
-            self._plain_facets.setdefault(key, {"hierarchy": levels})
+            self._plain_facets.setdefault((namespace, name), {"hierarchy": levels})
         return namespace, name, source.column
 
     def columns(self, node: Node) -> tuple[Column, ...]:
@@ -195,7 +193,7 @@ class DatasetsMixin:
         return InputDataset(
             namespace=namespace,
             name=name,
-            facets={**plain, **self._plain_facets.get(_RELATION_KEY.format(namespace, name), {})},
+            facets={**plain, **self._plain_facets.get((namespace, name), {})},
         )
 
     def output(self, node: Node, rows: int | None = None) -> OutputDataset:

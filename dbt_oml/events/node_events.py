@@ -60,7 +60,7 @@ class EventBuilder(DatasetsMixin, RunsMixin):
     _facets: Recent[str, dict[str, DatasetFacet]] = field(default_factory=lambda: Recent(RECENT))
     _names: Recent[str, dict[str, str]] = field(default_factory=lambda: Recent(RECENT))
     #: the facets of relations the SQL names that are no dbt node (few; kept for the run)
-    _plain_facets: dict[str, dict[str, DatasetFacet]] = field(default_factory=dict)
+    _plain_facets: dict[tuple[str, str], dict[str, DatasetFacet]] = field(default_factory=dict)
     #: the file paths each recent SQL text reads (a node's START and COMPLETE ask for the same)
     _files: Recent[str, list[str]] = field(default_factory=lambda: Recent(RECENT))
     #: the run facets every run shares, and the parent facet of every node run (built once)

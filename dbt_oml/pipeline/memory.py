@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Iterator
+from typing import Any
 
 #: Allocations between the collector's young passes while dbt-oml reads artifacts and builds
 #: events (Python's default: 700).
@@ -57,11 +58,9 @@ def release_freed() -> bool:
     """
     import ctypes
 
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (AttributeError, OSError):
+    trim = _libc("malloc_trim", ctypes.c_size_t)
+    if trim is None:
         return False
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
     trim(0)
     return True
 
@@ -79,9 +78,18 @@ def one_heap() -> bool:
     """
     import ctypes
 
+    mallopt = _libc("mallopt", ctypes.c_int, ctypes.c_int)
+    return mallopt is not None and mallopt(_M_ARENA_MAX, 1) == 1
+
+
+def _libc(name: str, *argtypes: type) -> Any:
+    """The C library's function `name` taking `argtypes` and returning an int; None when there
+    is no such function (musl, macOS) or no C library to load."""
+    import ctypes
+
     try:
-        mallopt = ctypes.CDLL(None).mallopt
+        function = getattr(ctypes.CDLL(None), name)
     except (AttributeError, OSError):
-        return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(mallopt(_M_ARENA_MAX, 1) == 1)
+        return None
+    function.argtypes, function.restype = list(argtypes), ctypes.c_int
+    return function
