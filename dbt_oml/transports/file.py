@@ -1,9 +1,11 @@
 """openlineage-python's file transport, with each event serialised in one pass (events.serialize)
 and a local events file held open while the transport lives.
 
-Same configuration (`type: file`, `log_file_path`, `append`, ...), same files, same bytes as the
-client's own `FileTransport`; `Serde.to_json`, most of the time of a large emit, is replaced, and
-a new local file is created 0600, as every file holding events.
+Same configuration (`type: file`, `log_file_path`, `append`, ...) and files as the client's own
+`FileTransport`, one event per line, each equal to the client's as JSON: `Serde.to_json`, most of
+the time of a large emit, is replaced by `events.serialize` (compact, UTF-8; in `debug_mode`,
+indented, the client's very bytes), and a new local file is created 0600, as every file holding
+events.
 
 A local file in append mode (dbt-oml's default events file) is opened once and each event goes
 to it in one unbuffered `write`, so it is in the file (the kernel's) when `emit` returns, as with
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Final
 from openlineage.client.transport import file as client_file
 
 from dbt_oml.delivery.outbox import FILE_MODE
-from dbt_oml.events.serialize import FacetMemo, to_json
+from dbt_oml.events.serialize import FacetMemo, to_json, to_json_bytes
 
 if TYPE_CHECKING:
     from openlineage.client.client import Event
@@ -55,15 +57,19 @@ class FileTransport(client_file.FileTransport):
     def emit(self, event: Event) -> None:
         path = self._get_file_path(event)
         log.debug("Openlineage event will be emitted to file: `%s`", path)
-        text = to_json(event, indent=2 if self.config.debug_mode else None, memo=self._memo)
+        if self.config.debug_mode:
+            line = (to_json(event, indent=2, memo=self._memo) + "\n").encode()
+        else:
+            line = to_json_bytes(event, memo=self._memo) + b"\n"
         try:
             if self._holds(path):
                 with self._lock:
-                    self._held_file(path).write((text + "\n").encode())
+                    self._held_file(path).write(line)
                 return
             _create_private(path)
-            with self._file_handler.open_file(path, "a" if self.config.append else "w") as f:
-                f.write(text + "\n")
+            # binary: UTF-8 whatever the locale's encoding (the client writes ASCII as text)
+            with self._file_handler.open_file(path, "ab" if self.config.append else "wb") as f:
+                f.write(line)
         except (PermissionError, io.UnsupportedOperation) as error:
             msg = f"Log file `{path}` is not writeable"
             raise RuntimeError(msg) from error

@@ -9,7 +9,7 @@ from pathlib import Path
 import attr
 import pytest
 from openlineage.client import OpenLineageClient
-from openlineage.client.event_v2 import RunEvent
+from openlineage.client.event_v2 import Job, Run, RunEvent, RunState
 from openlineage.client.serde import Serde
 from openlineage.client.transport.file import FileConfig
 from openlineage.client.transport.file import FileTransport as ClientFileTransport
@@ -62,13 +62,51 @@ class Odd:
     nothing: str | None = None
 
 
-def test_events_serialise_as_serde_does_byte_for_byte(mini_target: Path) -> None:
+def _compact(doc: object) -> str:
+    """`doc` as the standard library writes it compact, sorted, in UTF-8 (what dumps promises)."""
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_events_serialise_as_serde_does(mini_target: Path) -> None:
     events = [column_lineage_where_om_reads_it(e) for e in _events(mini_target)]  # shared facets
     assert any("columnLineage" in (o.outputFacets or {}) for e in events for o in e.outputs or ())
     for event in events:
         assert event_json.to_dict(event) == Serde.to_dict(event)
-        assert event_json.to_json(event) == Serde.to_json(event)
+        text = event_json.to_json(event)
+        assert json.loads(text) == json.loads(Serde.to_json(event))
+        assert text == _compact(Serde.to_dict(event))  # compact, keys sorted
+        assert event_json.to_json_bytes(event) == text.encode()
         assert event_json.to_json(event, indent=2) == Serde.to_json(event, indent=2)
+
+
+@pytest.mark.parametrize("encoder", ["orjson", "standard library"])
+def test_the_json_is_compact_utf8_with_sorted_keys(
+    encoder: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if encoder != "orjson":
+        monkeypatch.setattr(event_json, "orjson", None)
+    elif event_json.orjson is None:
+        pytest.skip("orjson is not installed for this Python")
+    doc = {"b": [1, 2.5, True, None], "a": {"z": "café → 🦆", "y": 'say "hi", \\ ok:'}, "c": {}}
+    data = event_json.dumps_bytes(doc)
+    assert json.loads(data) == doc
+    if encoder == "orjson":
+        assert data == _compact(doc).encode()
+    else:  # ASCII escapes, the only difference
+        assert data == json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+        assert data.isascii()
+
+
+def test_what_orjson_refuses_is_written_by_the_standard_library() -> None:
+    doc = {"lone": "a\udcff", "huge": 2**70, "keys": {3: "no string"}, "obj": object()}
+    data = event_json.dumps_bytes(doc)
+    assert json.loads(data) == {
+        "lone": "a\udcff",
+        "huge": 2**70,
+        "keys": {"3": "no string"},
+        "obj": "<<non-serializable: object>>",
+    }
+    assert b", " not in data
 
 
 def test_nulls_enums_times_and_empty_items_as_serde() -> None:
@@ -81,19 +119,44 @@ def test_nulls_enums_times_and_empty_items_as_serde() -> None:
         mapping={"keep": 0, "drop": None, "nested": {"none": None}, "e": Colour.RED},
     )
     assert event_json.to_dict(odd) == Serde.to_dict(odd)
-    assert event_json.to_json(odd) == Serde.to_json(odd)
+    assert json.loads(event_json.to_json(odd)) == json.loads(Serde.to_json(odd))
 
 
+@pytest.mark.parametrize("debug", [False, True])
 def test_the_file_transport_writes_what_the_clients_writes(
-    mini_target: Path, tmp_path: Path
+    mini_target: Path, tmp_path: Path, debug: bool
 ) -> None:
     ours, theirs = tmp_path / "ours.jsonl", tmp_path / "theirs.jsonl"
-    fast = FileTransport(FileConfig(log_file_path=str(ours), append=True))
-    slow = ClientFileTransport(FileConfig(log_file_path=str(theirs), append=True))
+    fast = FileTransport(FileConfig(log_file_path=str(ours), append=True, debug_mode=debug))
+    slow = ClientFileTransport(FileConfig(log_file_path=str(theirs), append=True, debug_mode=debug))
     for event in _events(mini_target):
         fast.emit(event)
         slow.emit(event)
-    assert ours.read_bytes() == theirs.read_bytes()
+    if debug:  # indented: the client's very bytes
+        assert ours.read_bytes() == theirs.read_bytes()
+        return
+    lines, expected = ours.read_text().splitlines(), theirs.read_text().splitlines()
+    assert len(lines) == len(expected) > 1
+    assert [json.loads(line) for line in lines] == [json.loads(line) for line in expected]
+
+
+@pytest.mark.parametrize("append", [True, False])
+def test_an_event_with_names_outside_ascii_is_utf8_in_the_file(
+    tmp_path: Path, append: bool
+) -> None:
+    path = tmp_path / "events.jsonl"
+    event = RunEvent(
+        eventType=RunState.COMPLETE,
+        eventTime="2026-12-05T00:00:00+00:00",
+        run=Run(runId="01939f6a-0000-7000-8000-000000000001"),
+        job=Job(namespace="dbt://p", name="model.p.café_🦆"),
+        producer="https://example.com/p",
+    )
+    FileTransport(FileConfig(log_file_path=str(path), append=append)).emit(event)
+    [written] = tmp_path.iterdir()  # not appending: a file of its own, named by its time
+    data = written.read_bytes()
+    assert "café_🦆".encode() in data
+    assert json.loads(data) == Serde.to_dict(event)
 
 
 def test_a_new_events_file_is_private_an_existing_one_keeps_its_mode(
@@ -177,7 +240,7 @@ def test_a_memo_of_shared_facets_changes_no_byte(mini_target: Path) -> None:
     events = [column_lineage_where_om_reads_it(e) for e in _events(mini_target)]  # shared facets
     memo = event_json.FacetMemo(size=3)  # small: facets are forgotten and converted again
     for event in events * 2:
-        assert event_json.to_json(event, memo=memo) == Serde.to_json(event)
+        assert event_json.to_json(event, memo=memo) == _compact(Serde.to_dict(event))
     assert len(memo._entries) == 3
 
 

@@ -3,6 +3,7 @@ returns, and a file removed or replaced meanwhile is opened anew within `RECHECK
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -33,7 +34,9 @@ def _event(number: int) -> RunEvent:
 
 
 def _line(number: int) -> bytes:
-    return (Serde.to_json(_event(number)) + "\n").encode()
+    return (
+        json.dumps(Serde.to_dict(_event(number)), sort_keys=True, separators=(",", ":")) + "\n"
+    ).encode()
 
 
 def _transport(path: Path, *, append: bool = True) -> tuple[FileTransport, Clock]:

@@ -14,7 +14,6 @@ loop, so asyncio stays inside.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -114,7 +113,7 @@ class JetStreamTransport(Keeping, Transport):
         if self._dead is not None:
             self._keep(doc, self._dead)
             return
-        payload = json.dumps(doc, sort_keys=True).encode()
+        payload = serialize.dumps_bytes(doc)
         headers = {"Nats-Msg-Id": message_id(doc)}
         try:
             self._run(self._publish(payload, headers))
