@@ -25,12 +25,15 @@ from typing import Any
 
 import attr
 from openlineage.client.generated.base import DatasetFacet
+from openlineage.client.generated.column_lineage_dataset import (
+    ColumnLineageDatasetFacet,
+    Transformation,
+)
 
 try:
     import orjson
 except ImportError:  # no wheel for this Python (not CPython): the standard library's encoder
     orjson = None  # type: ignore[assignment]
-from openlineage.client.generated.column_lineage_dataset import ColumnLineageDatasetFacet
 
 _PLAIN = frozenset({str, int, float, bool})
 
@@ -43,7 +46,10 @@ def _fields(cls: type) -> tuple[str, ...] | None:
 @functools.cache
 def _shared(cls: type) -> bool:
     """Whether objects of `cls` may be shared by many events: a node's dataset facets (built
-    once, never changed, events.datasets). Not column lineage: one event's own."""
+    once, never changed, events.datasets) and column lineage's transformations (a handful,
+    events.facets). Not a column lineage facet: one event's own."""
+    if issubclass(cls, Transformation):
+        return True
     return issubclass(cls, DatasetFacet) and not issubclass(cls, ColumnLineageDatasetFacet)
 
 
