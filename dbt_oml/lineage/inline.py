@@ -72,13 +72,18 @@ def inline_import_ctes(statement: exp.Expr, schema: MappingSchema) -> exp.Expr:
         for position, cte in enumerate(ctes)
         if (table := _imported(cte)) is not None
     }
-    if not imports or _shadowed(statement, with_, set(imports)):
+    if not imports:
         return statement
-    if not _all_known(statement, {cte.alias_or_name.lower() for cte in ctes}, schema):
+    found = list(statement.find_all(exp.Table, exp.With))  # one walk for the three questions
+    tables = [node for node in found if isinstance(node, exp.Table)]
+    nested = [node for node in found if isinstance(node, exp.With) and node is not with_]
+    if _shadowed(nested, set(imports)):
+        return statement
+    if not _all_known(tables, {cte.alias_or_name.lower() for cte in ctes}, schema):
         return statement
     readers = [
         (reference, imports[reference.name.lower()])
-        for reference in statement.find_all(exp.Table)
+        for reference in tables
         if _bare(reference) and reference.name.lower() in imports
     ]
     if any(_renames_columns(reference) for reference, _ in readers):
@@ -119,9 +124,9 @@ def _imported(cte: exp.CTE) -> exp.Table | None:
     return table  # its columns known or not, `_all_known` decides for the whole statement
 
 
-def _all_known(statement: exp.Expr, ctes: set[str], schema: MappingSchema) -> bool:
-    """Whether every relation the statement reads (not a CTE) has known columns."""
-    for table in statement.find_all(exp.Table):
+def _all_known(tables: list[exp.Table], ctes: set[str], schema: MappingSchema) -> bool:
+    """Whether every relation of `tables` (the statement's, but the CTEs) has known columns."""
+    for table in tables:
         if _bare(table) and table.name.lower() in ctes:
             continue
         if not isinstance(table.this, exp.Identifier) or not _found(table, schema):
@@ -134,14 +139,9 @@ def _found(table: exp.Table, schema: MappingSchema) -> bool:
     return bool(schema.find(named, raise_on_missing=False))
 
 
-def _shadowed(statement: exp.Expr, with_: exp.With, inlined: set[str]) -> bool:
+def _shadowed(nested: list[exp.With], inlined: set[str]) -> bool:
     """Whether a nested WITH defines one of the inlined names again."""
-    for nested in statement.find_all(exp.With):
-        if nested is not with_ and any(
-            c.alias_or_name.lower() in inlined for c in nested.expressions
-        ):
-            return True
-    return False
+    return any(c.alias_or_name.lower() in inlined for w in nested for c in w.expressions)
 
 
 def _visible(reference: exp.Table, ctes: list[exp.CTE], position: int) -> bool:

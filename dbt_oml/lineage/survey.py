@@ -47,7 +47,9 @@ def survey(tree: exp.Expr) -> Survey:
     suspects: list[exp.Column] = []
     explode = False
     unscoped = ""
-    for node in tree.walk():
+    # sqlglot's compiled walk hands over only these kinds (identifiers, literals and the rest,
+    # most of a tree, never reach this loop); the order is the walk's
+    for node in tree.find_all(exp.Table, exp.CTE, exp.Subquery, exp.Explode, exp.Column):
         if isinstance(node, exp.Table):
             tables.append(node)
             aliases.add(node.alias_or_name)
