@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope, walk_in_scope
+from sqlglot.optimizer.scope import Scope, find_all_in_scope
 
 from dbt_oml.lineage.generated import is_generated
 from dbt_oml.lineage.types import (
@@ -130,9 +130,7 @@ class Tracer:
         """ids of the columns that belong to `scope` itself (not to nested subqueries)."""
         found = self._owned.get(id(scope))
         if found is None:
-            found = frozenset(
-                id(n) for n in walk_in_scope(scope.expression) if isinstance(n, exp.Column)
-            )
+            found = frozenset(map(id, find_all_in_scope(scope.expression, exp.Column)))
             self._owned[id(scope)] = found
         return found
 
@@ -320,7 +318,7 @@ def _projection_parts(
         return [(bare, None)], []
     found: list[tuple[exp.Expr, Transformation | None]] = []
     subqueries: list[exp.Subquery] = []
-    for node in projection.walk():
+    for node in projection.find_all(exp.Column, exp.Window, exp.Subquery):  # in walk order
         if isinstance(node, exp.Column):
             found.append((node, None))
         elif isinstance(node, exp.Window):
