@@ -73,6 +73,7 @@ class DiskCache:
         self._remote: dict[str, str] | None = None  # the shared store's entries, once fetched
         self._remote_keys: Sequence[str] | None = None
         self._analysed: set[str] = set()  # put this run: analysed here
+        self._folders: bool | None = None  # whether the one-file-per-model layout is here
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -109,15 +110,12 @@ class DiskCache:
         packed = self._index().get(key)
         text = self._new.get(key) or (packed[0] if packed is not None else None)
         shared = False
-        try:
-            if text is None:
-                text = self._path(key).read_text(encoding="utf-8")
-        except FileNotFoundError:
+        if text is None:
+            text = self._file_entry(key)
+        if text is None:
             text, shared = self._shared_entries().get(key), True
             if text is None:
                 return None
-        except OSError:
-            text = ""
         try:
             found = outcome_from_json(text)
         except (ValueError, KeyError, TypeError, IndexError):
@@ -128,6 +126,24 @@ class DiskCache:
             self.from_shared += 1
         self.used.add(key)
         return found
+
+    def _file_entry(self, key: str) -> str | None:
+        """`key`'s entry in the one-file-per-model layout: None when there is none ("" when it
+        cannot be read: a miss, said as a damaged entry). A folder without that layout's
+        folders (every cold pod's) is not asked 2,000 times."""
+        if self._folders is None:
+            try:
+                self._folders = any(p.is_dir() for p in self.root.iterdir())
+            except OSError:
+                self._folders = False
+        if not self._folders:
+            return None
+        try:
+            return self._path(key).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return ""
 
     def _shared_keys(self) -> Sequence[str]:
         if self._remote_keys is None:

@@ -5,6 +5,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from dbt_oml.artifacts import RunArtifacts, read_artifacts
 from dbt_oml.config import load_settings
 from dbt_oml.lineage.batch import (
@@ -230,6 +232,25 @@ def test_entries_of_the_one_file_per_model_layout_are_read_and_pruned(
     assert cache.prune(keep_at_most=0) == 1
     assert [p.suffix for p in root.iterdir()] == [".pack"]
     assert set(_entries(root)) == cache.used
+
+
+def test_a_cache_without_the_old_layout_never_looks_for_its_files(
+    mini_target: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    arts = read_artifacts(mini_target)
+    asked: list[str] = []
+    monkeypatch.setattr(DiskCache, "_path", lambda _self, key: asked.append(key) or tmp_path / "x")
+    cold = analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=DiskCache(tmp_path / "c"))
+    warm = analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=DiskCache(tmp_path / "c"))
+    assert cold.cache_hits == 0
+    assert warm.analysed == 0
+    assert asked == []  # a cold pod's thousands of misses cost no failed open each
+    (tmp_path / "c" / "ab").mkdir()  # the old layout's folder: its files are looked for again
+    analyse_models(arts, wanted=MODELS, dialect="duckdb", cache=DiskCache(tmp_path / "c"))
+    assert asked == []  # every entry is in the pack: nothing is missed
+    fresh = DiskCache(tmp_path / "c")
+    assert fresh.get("0" * 64) is None
+    assert asked == ["0" * 64]
 
 
 def test_corrupt_cache_entries_are_misses(mini_target: Path, tmp_path: Path) -> None:
