@@ -54,8 +54,9 @@ def _shared(cls: type) -> bool:
 
 
 class FacetMemo:
-    """Dataset facets already turned into dicts, by identity, for a caller that dumps each dict
-    at once (the dicts are shared): a file of events converts a facet once while it is recent.
+    """Shared objects (`_shared`: dataset facets, column lineage's transformations) already
+    turned into dicts, by identity, for a caller that dumps each dict at once (the dicts are
+    shared): a file of events converts a facet once while it is recent.
 
     Holds at most `size` facets, first in first out (1,024: 2 MiB; all 8,600 facets of 2,000
     models would hold 15 MiB for little more). Each entry keeps its facet alive, so its id is
