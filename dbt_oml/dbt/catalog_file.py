@@ -10,6 +10,10 @@ and docs' index.html and asset folders copied as docs generate copies them. Anyt
 failing returns the reason, and `dbt docs generate` runs as before. What it wrote is also
 given back as the Catalog that reading the file would give, so that the end of the build does
 not read it again (0.07 s of JSON at 500 models, 0.27 s at 2,000).
+
+That Catalog is made from the adapter's rows as they come in (`catalog_of_rows`), and handed out
+`early`: the lineage workers start on it while dbt's catalog objects and the JSON are made
+(0.1 s at 500 models, where the workers used to wait).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from itertools import chain
 from pathlib import Path
@@ -30,9 +34,12 @@ from dbt_oml.dbt.duckdb_catalog import duckdb_catalog_rows
 logger = logging.getLogger(__name__)
 
 
-def write_catalog(target_path: Path) -> Catalog | str:
+def write_catalog(
+    target_path: Path, *, early: Callable[[Catalog], None] | None = None
+) -> Catalog | str:
     """Write target/catalog.json (and index.html, the asset folders): the catalog written, or
-    why it was not."""
+    why it was not. `early` hears that catalog as soon as the adapter's rows are in, before
+    dbt's objects and the file are made (what it raises is logged and ignored)."""
     try:
         from dbt.adapters.factory import FACTORY
 
@@ -43,17 +50,17 @@ def write_catalog(target_path: Path) -> Catalog | str:
         manifest = adapter.get_macro_resolver()
         if manifest is None or not hasattr(manifest, "get_used_schemas"):
             return "the adapter holds no manifest"
-        return _write(adapter, manifest, target_path)
+        return _write(adapter, manifest, target_path, early)
     except Exception as e:
         logger.debug("writing catalog.json in-process failed", exc_info=True)
         return f"{type(e).__name__}: {e}"
 
 
-def _write(adapter: Any, manifest: Any, target_path: Path) -> Catalog:
+def _write(
+    adapter: Any, manifest: Any, target_path: Path, early: Callable[[Catalog], None] | None
+) -> Catalog:
     import dbt.utils
-    from dbt.artifacts.schemas.catalog import CatalogArtifact
     from dbt.task.docs import DOCS_INDEX_FILE_PATH
-    from dbt.task.docs.generate import Catalog as DocsCatalog
     from dbt_common.utils.encoding import JSONEncoder
 
     config = adapter.config
@@ -72,17 +79,16 @@ def _write(adapter: Any, manifest: Any, target_path: Path) -> Catalog:
         rows, exceptions = catalog_rows(adapter, nodes, manifest.get_used_schemas())
     coerce = dbt.utils._coerce_decimal  # type: ignore[attr-defined] # as docs generate does
     rows = [dict(zip(row, map(coerce, row.values()), strict=True)) for row in rows]
-    found, sources = DocsCatalog(rows).make_unique_id_map(manifest, None)
-    artifact = CatalogArtifact.from_results(
-        generated_at=datetime.now(timezone.utc).replace(tzinfo=None),
-        nodes=found,
-        sources=sources,
-        compile_results=None,
-        errors=[str(e) for e in exceptions] or None,
-    )
+    generated_at = datetime.now(timezone.utc).replace(tzinfo=None)
     path = target_path / "catalog.json"
+    held = _held(rows, manifest, generated_at, path)
+    if held is not None and early is not None:
+        try:
+            early(held)
+        except Exception:
+            logger.debug("the catalog's early hearer failed", exc_info=True)
+    document = catalog_document(rows, manifest, generated_at, exceptions)
     temporary = path.with_name(f".catalog.json.{os.getpid()}.tmp")
-    document = artifact.to_dict(omit_none=False, context={"artifact": True})  # as .write() does
     # the bytes dbt's write_json gives (json.dump, its encoder), from json's C encoder: 4x faster
     temporary.write_text(json.dumps(document, cls=JSONEncoder), encoding="utf-8")
     os.replace(temporary, path)  # a reader never sees half a catalog
@@ -92,7 +98,94 @@ def _write(adapter: Any, manifest: Any, target_path: Path) -> Catalog:
         add_artifact_produced(str(path))
     except ImportError:  # an older dbt-core: nothing to tell
         pass
-    return catalog_from_document(document, path)
+    return held if held is not None else catalog_from_document(document, path)
+
+
+def catalog_document(
+    rows: list[dict[str, Any]],
+    manifest: Any,
+    generated_at: datetime,
+    exceptions: Iterable[Exception] = (),
+) -> dict[str, Any]:
+    """catalog.json's document, as dbt-docs makes it of the adapter's rows: its Catalog, mapped
+    to the manifest's unique_ids, as a CatalogArtifact's dict (what its `.write()` writes)."""
+    from dbt.artifacts.schemas.catalog import CatalogArtifact
+    from dbt.task.docs.generate import Catalog as DocsCatalog
+
+    found, sources = DocsCatalog(rows).make_unique_id_map(manifest, None)
+    artifact = CatalogArtifact.from_results(
+        generated_at=generated_at,
+        nodes=found,
+        sources=sources,
+        compile_results=None,
+        errors=[str(e) for e in exceptions] or None,
+    )
+    return artifact.to_dict(omit_none=False, context={"artifact": True})
+
+
+def _held(
+    rows: list[dict[str, Any]], manifest: Any, generated_at: datetime, path: Path
+) -> Catalog | None:
+    """`catalog_of_rows` over the manifest's unique_ids; None where it cannot say."""
+    from dbt.task.docs.generate import get_unique_id_mapping
+
+    try:
+        return catalog_of_rows(rows, *get_unique_id_mapping(manifest), generated_at, path)
+    except Exception:
+        logger.debug("the catalog from the adapter's rows failed", exc_info=True)
+        return None
+
+
+def catalog_of_rows(
+    rows: Iterable[Mapping[str, Any]],
+    node_map: Mapping[Any, str],
+    source_map: Mapping[Any, set[str]],
+    generated_at: datetime,
+    path: Path,
+) -> Catalog | None:
+    """The Catalog `catalog_from_document` gives for the document `_write` makes of `rows`,
+    without dbt's objects: dbt-docs' Catalog (a table per (database, schema, name) as the rows
+    spell them, its metadata from its first row, a column per name, the last row's) mapped to
+    unique_ids by their lower-case key, nodes first, as `make_unique_id_map` maps it with
+    `node_map` and `source_map` (dbt's `get_unique_id_mapping`). None where dbt would refuse:
+    a source matched twice, a row it cannot read (dbt's path then says why)."""
+    from dbt.artifacts.schemas.catalog import CatalogArtifact
+
+    tables: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[str, Any]]] = {}
+    try:
+        for row in rows:
+            database = row["table_database"]
+            spelled = (None if database is None else str(database), *_named(row))
+            if (table := tables.get(spelled)) is None:
+                schema, name = row["table_schema"], row["table_name"]
+                key = (None if database is None else database.lower(), schema.lower(), name.lower())
+                table = tables[spelled] = (key, {})
+            column = {
+                "type": row["column_type"],
+                "index": int(row["column_index"]),
+                "name": row["column_name"],
+                "comment": row.get("column_comment"),
+            }
+            table[1][column["name"]] = column
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    nodes: dict[str, Any] = {}
+    sources: dict[str, Any] = {}
+    for key, columns in tables.values():
+        if key in node_map:
+            nodes[node_map[key]] = {"columns": columns}
+        for unique_id in source_map.get(key, set()):
+            if unique_id in sources:
+                return None  # dbt: AmbiguousCatalogMatchError
+            sources[unique_id] = {"columns": columns}
+    metadata = CatalogArtifact.from_results(
+        generated_at=generated_at, nodes={}, sources={}, compile_results=None, errors=None
+    ).to_dict(omit_none=False, context={"artifact": True})["metadata"]
+    return catalog_from_document({"metadata": metadata, "nodes": nodes, "sources": sources}, path)
+
+
+def _named(row: Mapping[str, Any]) -> tuple[str, str]:
+    return str(row["table_schema"]), str(row["table_name"])
 
 
 def catalog_rows(

@@ -111,6 +111,16 @@ def catalog_phase(settings: Settings, ctx: DbtContext) -> str | None:
     return None
 
 
+def catalog_by_docs_generate(settings: Settings, ctx: DbtContext, report: Report) -> None:
+    """catalog.json by `dbt docs generate`, when the settings and the command want one."""
+    if settings.dbt.docs_generate and ctx.command in CATALOG_COMMANDS:
+        docs = docs_generate(ctx)
+        if docs.return_code != 0:
+            report.problems.append(
+                f"dbt docs generate failed ({docs.error}); schema facets use the declared columns"
+            )
+
+
 def artifacts_with_catalog(
     settings: Settings,
     ctx: DbtContext,
@@ -127,13 +137,8 @@ def artifacts_with_catalog(
     `catalog_written`: what the build's end wrote (dbt.catalog_file): no docs generate, and
     catalog.json is not read back.
     """
-    written = catalog_written is not None
-    if settings.dbt.docs_generate and ctx.command in CATALOG_COMMANDS and not written:
-        docs = docs_generate(ctx)
-        if docs.return_code != 0:
-            report.problems.append(
-                f"dbt docs generate failed ({docs.error}); schema facets use the declared columns"
-            )
+    if catalog_written is None:
+        catalog_by_docs_generate(settings, ctx, report)
     artifacts = read_artifacts(ctx.target_path, catalog=catalog_written)
     report.problems += artifacts.problems
     catalog = artifacts.catalog

@@ -2,24 +2,33 @@
 nodes dbt started and then skipped, and the invocation's end, each built, sent and dropped.
 
 Called by pipeline.live's `finish` (the wrapper's and the plugin's end of the run); the node
-STARTs and ends that went out live are not sent again.
+STARTs and ends that went out live are not sent again. On a cold pod the wrapper's lineage may
+start earlier, on the catalog the build's end has just read (`start_early`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from openlineage.client.event_v2 import RunEvent, RunState
 
-from dbt_oml.artifacts import RunArtifacts
+from dbt_oml.artifacts import Catalog, RunArtifacts
+from dbt_oml.errors import DbtOmlError
 from dbt_oml.events.invocation_events import iter_events
 from dbt_oml.events.node_events import EventBuilder
-from dbt_oml.pipeline.catalog import catalog_lookup
+from dbt_oml.lineage.workers import STARTUP
+from dbt_oml.pipeline.catalog import artifacts_with_catalog, catalog_lookup, wrote_run_results
+from dbt_oml.pipeline.feed import LineageFeed
 from dbt_oml.pipeline.lineage import ProjectPlace, lineage_feed
 from dbt_oml.pipeline.report import Progress, phase
 from dbt_oml.pipeline.sending import reaches_openmetadata
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from dbt_oml.config import Settings
@@ -39,8 +48,78 @@ class LiveRun(Protocol):
     started: Prestarted | None
     sent_starts: set[str]
     sent_ends: set[str]
+    early: EarlyLineage | None
 
     def wired(self) -> tuple[DbtContext, EventBuilder, Delivery]: ...
+
+
+class HeldProgress:
+    """A counted phase's advances, held until the phase is shown: lineage that starts while dbt
+    still has the console (`start_early`) shows its count once the end of the run says what
+    is counted."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._to: Callable[[int, int], None] | None = None
+        self._last: tuple[int, int] | None = None
+
+    def advance(self, done: int, total: int) -> None:
+        with self._lock:
+            self._last = (done, total)
+            if self._to is not None:
+                self._to(done, total)
+
+    def show(self, to: Callable[[int, int], None] | None) -> None:
+        """From now on advances go to `to` (None: nowhere), the last one held first."""
+        with self._lock:
+            self._to = to
+            if to is not None and self._last is not None:
+                to(*self._last)
+
+
+@dataclass(frozen=True, slots=True)
+class EarlyLineage:
+    """The run's column lineage, started on the catalog the build's end read (`start_early`)."""
+
+    feed: LineageFeed
+    artifacts: RunArtifacts
+    """The run's artifacts as read then, with that catalog: the end of the run's."""
+    catalog: Catalog
+    progress: HeldProgress
+
+
+def start_early(live: LiveRun, catalog: Catalog) -> EarlyLineage | None:
+    """The run's column lineage, started in the lineage workers on the catalog the build's end
+    has just read from the adapter (dbt.catalog_file's `early`), while dbt's catalog objects
+    and catalog.json are still to be made: at 500 models the workers start 0.1 s sooner.
+
+    Only with workers started for the run (`live.started`) and a run_results.json of this
+    invocation. Returns once the workers have the models (or the lineage has ended), so that
+    they start before the rest of the catalog's work; None: nothing started, the end of the
+    run starts the lineage as it would have (`terminal_events`)."""
+    ctx, builder, delivery = live.wired()
+    started = live.started
+    if started is None or not started.running or not wrote_run_results(ctx):
+        return None
+    try:
+        artifacts = artifacts_with_catalog(live.settings, ctx, live.report, catalog_written=catalog)
+    except DbtOmlError:
+        return None  # read again after dbt, where what is wrong is reported
+    held = HeldProgress()
+    feed = lineage_feed(
+        live.settings,
+        artifacts,
+        place=place_of(ctx),
+        report=live.report,
+        progress=held.advance,
+        extra=catalog_lookup(delivery.emitter, builder),
+        known=live.node_lineage,
+        guard=reaches_openmetadata(delivery.emitter),
+        started=started,
+    )
+    started.dispatched.wait(STARTUP)
+    logger.debug("column lineage: started on the catalog's rows, before catalog.json is written")
+    return EarlyLineage(feed=feed, artifacts=artifacts, catalog=catalog, progress=held)
 
 
 def terminal_events(
@@ -60,17 +139,21 @@ def terminal_events(
     ctx, builder, delivery = live.wired()
     guard = reaches_openmetadata(delivery.emitter)
     phase(progress, f"column lineage and events to {report.destination or 'the transport'}")
-    lineage = lineage_feed(
-        settings,
-        artifacts,
-        place=place_of(ctx),
-        report=report,
-        progress=progress.advance if progress is not None else None,
-        extra=catalog_lookup(delivery.emitter, builder),
-        known=live.node_lineage,
-        guard=guard,
-        started=live.started,
-    )
+    if live.early is not None:
+        lineage = live.early.feed
+        live.early.progress.show(progress.advance if progress is not None else None)
+    else:
+        lineage = lineage_feed(
+            settings,
+            artifacts,
+            place=place_of(ctx),
+            report=report,
+            progress=progress.advance if progress is not None else None,
+            extra=catalog_lookup(delivery.emitter, builder),
+            known=live.node_lineage,
+            guard=guard,
+            started=live.started,
+        )
     if guard:
         lineage.decided()  # the run-level guard is known before anything is sent
     events = iter_events(

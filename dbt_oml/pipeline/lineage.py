@@ -172,7 +172,7 @@ def prestart(settings: Settings, manifest: Manifest, target_path: Path) -> Prest
         return None
     if len(analysable(manifest)) < PARALLEL_THRESHOLD or not lineage_cache(target_path).empty():
         return None
-    return Prestarted(workers).start()
+    return Prestarted(workers, manifest.adapter_type).start()
 
 
 @contextmanager
@@ -326,18 +326,22 @@ def lineage_feed(  # noqa: PLR0913 - keyword-only, column_lineage_for's
     where a second thread would only take turns for the GIL)."""
 
     def work(settled: Settled) -> dict[str, ModelLineage]:
-        return column_lineage_for(
-            settings,
-            artifacts,
-            place=place,
-            report=report,
-            progress=progress,
-            extra=extra,
-            known=known,
-            guard=guard,
-            started=started,
-            settled=settled,
-        )
+        try:
+            return column_lineage_for(
+                settings,
+                artifacts,
+                place=place,
+                report=report,
+                progress=progress,
+                extra=extra,
+                known=known,
+                guard=guard,
+                started=started,
+                settled=settled,
+            )
+        finally:
+            if started is not None:  # whatever happened, no one waits for the hand-over
+                started.dispatched.set()
 
     wanted = lineage_wanted(settings, artifacts)
     if started is None:

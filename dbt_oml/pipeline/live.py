@@ -33,10 +33,11 @@ from dbt_oml.namespaces import override_error
 from dbt_oml.pipeline.catalog import (
     CATALOG_COMMANDS,
     artifacts_with_catalog,
+    catalog_by_docs_generate,
     catalog_phase,
     wrote_run_results,
 )
-from dbt_oml.pipeline.ends import terminal_events
+from dbt_oml.pipeline.ends import EarlyLineage, start_early, terminal_events
 from dbt_oml.pipeline.lineage import (
     closing_workers,
     prestart,
@@ -91,6 +92,7 @@ class LiveEmitter:
         #: catalog.json as the build's end wrote it (dbt.catalog_file), not read back from disk
         self.catalog_written: Catalog | None = None
         self.started: Prestarted | None = None  # lineage workers started while dbt runs
+        self.early: EarlyLineage | None = None  # their work, started as the catalog came in
         self.running: RunningLineage | None = None  # they analyse each model dbt has built
         self.prestart = prestart
         self.held: list[RunEvent] | None = None  # until the manifest confirms an override
@@ -178,7 +180,8 @@ class LiveEmitter:
             self.running.read_waiting()  # the models dbt finished last, to the workers
         if self.settings.dbt.docs_generate and context.command in CATALOG_COMMANDS:
             if compiled_everything(context):  # what `docs generate --no-compile` would write
-                written = write_catalog(context.target_path)
+                early = self.lineage_early if self.running is None else None
+                written = write_catalog(context.target_path, early=early)
                 if isinstance(written, str):
                     logger.debug("catalog.json by dbt docs generate: %s", written)
                 else:
@@ -186,6 +189,11 @@ class LiveEmitter:
             return  # else catalog.json comes from `dbt docs generate`
         manifest = read_manifest(context.target_path / "manifest.json")
         self.live_catalog = live_catalog(manifest, now=datetime.now(timezone.utc))
+
+    def lineage_early(self, catalog: Catalog) -> None:
+        """dbt.catalog_file's `early`: the run's lineage starts on the catalog's rows."""
+        if self.held is None and self.refusal is None:
+            self.early = start_early(self, catalog)
 
     def wired(self) -> tuple[DbtContext, EventBuilder, Delivery]:
         """The context, builder and delivery that on_invocation set up.
@@ -274,11 +282,7 @@ def build(
         try:
             if ctx.command in BUILD_COMMANDS and wrote_run_results(ctx):
                 write_node_starts(ctx, invocation.node_starts)
-                if live.catalog_written is None:
-                    phase(progress, catalog_phase(settings, ctx))
-                artifacts = artifacts_with_catalog(
-                    settings, ctx, report, live.live_catalog, catalog_written=live.catalog_written
-                )
+                artifacts = _artifacts(live, ctx, progress)
         except DbtOmlError as e:
             report.problems.append(str(e))
             error = error or str(e)
@@ -299,6 +303,25 @@ def build(
         if progress is not None:
             progress.end()
     return report
+
+
+def _artifacts(live: LiveEmitter, ctx: DbtContext, progress: Progress | None) -> RunArtifacts:
+    """The build's artifacts with its catalog: as read when the catalog came in (start_early),
+    else now (after `dbt docs generate` when the build's end did not write catalog.json).
+
+    Raises:
+        ArtifactError: an artifact of the run is missing or unreadable.
+    """
+    settings, report = live.settings, live.report
+    if live.catalog_written is None:
+        phase(progress, catalog_phase(settings, ctx))
+    if live.early is None:
+        return artifacts_with_catalog(
+            settings, ctx, report, live.live_catalog, catalog_written=live.catalog_written
+        )
+    if live.catalog_written is None:  # dbt's catalog objects failed after the early catalog
+        catalog_by_docs_generate(settings, ctx, report)
+    return live.early.artifacts
 
 
 def plain(dbt_args: Sequence[str]) -> Report:

@@ -9,8 +9,11 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import CliRun, clean_env, copy_of_built, run_cli, run_plain_dbt
 
@@ -112,10 +115,13 @@ from dbt_oml.artifacts import read_catalog
 from dbt_oml.dbt.catalog_file import write_catalog
 from dbt_oml.dbt.runner import run_dbt
 
-held = []
-run = run_dbt(sys.argv[1:], at_end=lambda ctx: held.append(write_catalog(ctx.target_path)))
+held, early = [], []
+run = run_dbt(
+    sys.argv[1:], at_end=lambda ctx: held.append(write_catalog(ctx.target_path, early=early.append))
+)
 assert run.return_code == 0, run.error
 assert len(held) == 1 and not isinstance(held[0], str), held
+assert len(early) == 1 and early[0] is held[0], "the early catalog is not the one held"
 path = Path(held[0].path)
 assert path.samefile(Path("target") / "catalog.json"), path
 read = read_catalog(path)
@@ -128,7 +134,8 @@ print(len(read.columns), sum(map(len, read.columns.values())))
 
 def test_the_catalog_held_is_the_one_read_back(built: CliRun, tmp_path: Path) -> None:
     """The build's end keeps the catalog it wrote instead of reading catalog.json again: what it
-    holds equals what reading the file gives (every relation, column, type, index, comment,
+    holds (made of the adapter's rows, and handed `early` to the lineage before the file is
+    written) equals what reading the file gives (every relation, column, type, index, comment,
     and generated_at), so the events are those `dbt-oml emit` makes from the file; and the file
     is byte for byte what dbt's own writer gives for that document."""
     proc = _run_at_end(_HELD_VS_READ, copy_of_built(built, tmp_path / "p"))
@@ -273,3 +280,91 @@ def test_a_projects_own_catalog_macro_is_run_as_dbt_runs_it(built: CliRun, tmp_p
     fell_back, comments = said.split("|")
     assert fell_back == "True"
     assert comments == repr(["the project's macro"])
+
+
+def _dbt_manifest(path: Path) -> Any:
+    """dbt's own Manifest object of a manifest.json, as dbt reads one back."""
+    from dbt.contracts.graph.manifest import Manifest, WritableManifest
+
+    return Manifest.from_writable_manifest(WritableManifest.read_and_check_versions(str(path)))
+
+
+def _respelled(draw: st.DrawFn, name: str) -> str:
+    """`name` or a spelling of it in another case (the same relation to dbt's lower-case key)."""
+    return draw(st.sampled_from([name, name.upper(), name.title()]))
+
+
+@st.composite
+def _rows(draw: st.DrawFn, relations: list[tuple[str | None, str, str]]) -> list[dict[str, Any]]:
+    """Catalog rows as an adapter gives them: relations of the manifest (respelled, or none
+    of it), columns repeated, empty types and comments, a database of NULL."""
+    known = st.sampled_from(relations)
+    unknown = st.tuples(st.just("w"), st.just("main"), st.sampled_from(["nobody", "t"]))
+    rows = []
+    for _ in range(draw(st.integers(0, 25))):
+        database, schema, name = draw(st.one_of(known, known, unknown))
+        if database is not None and draw(st.integers(0, 9)) == 0:
+            database = None
+        rows.append(
+            {
+                "table_database": database and _respelled(draw, database),
+                "table_schema": _respelled(draw, schema),
+                "table_name": _respelled(draw, name),
+                "table_type": draw(st.sampled_from(["BASE TABLE", "VIEW"])),
+                "table_comment": None,
+                "column_name": draw(st.sampled_from(["id", "ID", "amount", "x y"])),
+                "column_index": draw(st.integers(1, 6)),
+                "column_type": draw(st.sampled_from(["INTEGER", "VARCHAR", ""])),
+                "column_comment": draw(st.sampled_from([None, "", "a note"])),
+                "table_owner": None,
+            }
+        )
+    return rows
+
+
+def test_the_catalog_of_the_rows_is_the_one_dbt_docs_writes(built: CliRun) -> None:
+    """The catalog the build's end makes of the adapter's rows (catalog_of_rows, which the
+    lineage workers start on before catalog.json is written) is, for any rows, the one
+    `catalog_from_document` reads from the document dbt-docs' own objects make of them
+    (catalog_document): the tables as dbt groups them, their columns, the unique_ids they map
+    to through dbt's own mapping of this project's manifest, and generated_at."""
+    from datetime import datetime
+
+    from dbt.exceptions import AmbiguousCatalogMatchError
+    from dbt.task.docs.generate import get_unique_id_mapping
+
+    from dbt_oml.artifacts import catalog_from_document
+    from dbt_oml.dbt.catalog_file import catalog_document, catalog_of_rows
+
+    manifest = _dbt_manifest(built.target / "manifest.json")
+    node_map, source_map = get_unique_id_mapping(manifest)
+    relations = [
+        (n.database, n.schema, n.identifier)
+        for n in [*manifest.nodes.values(), *manifest.sources.values()]
+        if n.resource_type != "test"
+    ]
+    at, path = datetime(2026, 12, 5, 19, 30, 1, 250000), built.target / "catalog.json"
+
+    @settings(max_examples=150, deadline=None, database=None)
+    @given(rows=_rows(relations))
+    def same(rows: list[dict[str, Any]]) -> None:
+        ours = catalog_of_rows(rows, node_map, source_map, at, path)
+        try:
+            theirs = catalog_from_document(catalog_document(rows, manifest, at), path)
+        except AmbiguousCatalogMatchError:  # one source, two tables: dbt refuses, and so do we
+            assert ours is None
+        else:
+            assert ours == theirs
+
+    same()
+    every = [
+        {**_row(*relation), "column_name": "id", "column_type": "INTEGER", "column_index": 1}
+        for relation in relations
+    ]
+    held = catalog_of_rows(every, node_map, source_map, at, path)
+    assert held is not None
+    assert len(held.columns) == len(relations) > 10  # every node and source mapped
+
+
+def _row(database: str | None, schema: str, name: str) -> dict[str, Any]:
+    return {"table_database": database, "table_schema": schema, "table_name": name}

@@ -6,13 +6,16 @@ without the cache)."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import CliRun, run_cli
+from tests.conftest import CliRun, clean_env, read_events, run_cli
 
 pytestmark = pytest.mark.integration
 #: Enough models for the lineage workers (lineage.batch.PARALLEL_THRESHOLD is 200).
@@ -78,6 +81,8 @@ def test_a_cold_large_build_analyses_after_dbt_by_default(tmp_path: Path) -> Non
     assert build.returncode == 0, build.stderr[-3000:]
     assert f"column lineage for {MODELS + 2} model(s); 0 opaque" in build.stderr
     assert "answered while dbt ran" not in build.stderr
+    # the workers got the models as the catalog's rows came in, before catalog.json was written
+    assert "column lineage: started on the catalog's rows" in build.stderr
     log = (project / "logs" / "dbt.log").read_text(encoding="utf-8")
     assert "dbt_oml_columns" not in log
     _same_as_a_fresh_analysis(build, project, tmp_path)
@@ -102,4 +107,57 @@ def test_a_cold_large_build_during_the_run_gives_the_lineage_a_fresh_analysis_gi
     queries = [line for line in log if "dbt_oml_columns" in line]
     assert queries
     assert not [line for line in queries if "[dbt-oml-" in line]
+    _same_as_a_fresh_analysis(build, project, tmp_path)
+
+
+#: `dbt-oml build` whose own catalog.json fails once dbt's catalog objects are to be made: after
+#: the lineage workers got the models (dbt.catalog_file hands the catalog out first).
+_OBJECTS_FAIL_ONCE = """
+import sys
+import dbt_oml.dbt.catalog_file as catalog_file
+from dbt_oml.cli import run
+
+made, failed = catalog_file.catalog_document, []
+
+
+def fails_once(*args, **kwargs):
+    if not failed:
+        failed.append(True)
+        raise RuntimeError("dbt's catalog objects failed")
+    return made(*args, **kwargs)
+
+
+catalog_file.catalog_document = fails_once
+run()
+"""
+
+
+def test_a_catalog_that_fails_after_the_lineage_started_comes_from_docs_generate(
+    tmp_path: Path,
+) -> None:
+    """The workers start on the catalog's rows before dbt's catalog objects are made; when those
+    then fail, catalog.json comes from `dbt docs generate` as before, and the lineage the
+    workers made is still every model's, as a fresh analysis of that file gives it."""
+    project = _project(tmp_path / "early")
+    args = ["build", "--profiles-dir", ".", "--oml-log-level", "DEBUG"]
+    proc = subprocess.run(
+        [sys.executable, "-c", _OBJECTS_FAIL_ONCE, *args],
+        cwd=project,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "column lineage: started on the catalog's rows" in proc.stderr
+    assert "catalog.json by dbt docs generate: RuntimeError" in proc.stderr
+    log = (project / "logs" / "dbt.log").read_text(encoding="utf-8")
+    assert log.count("Running with dbt=") == 2  # the build, then docs generate
+    catalog = json.loads((project / "target" / "catalog.json").read_text())
+    assert len(catalog["nodes"]) == MODELS + 2
+    target = project / "target"
+    events = read_events(target / "openlineage" / "events.jsonl")
+    build = CliRun(proc.returncode, proc.stdout, proc.stderr, events, project, target)
+    assert f"column lineage for {MODELS + 2} model(s); 0 opaque" in proc.stderr
     _same_as_a_fresh_analysis(build, project, tmp_path)

@@ -122,3 +122,53 @@ def test_a_streaming_analysis_keeps_no_lineage_and_counts_it(mini_target: Path) 
     assert report.models == {}
     assert report.found == set(kept.models)
     assert {u: lin for u, lin in heard.items() if lin is not None} == kept.models
+
+
+def test_advances_before_the_phase_is_shown_are_held_and_the_last_shown_first() -> None:
+    """Lineage started while dbt still has the console (pipeline.ends.start_early) counts on;
+    its count shows once the end of the run names the phase, the latest first."""
+    from dbt_oml.pipeline.ends import HeldProgress
+
+    seen: list[tuple[int, int]] = []
+    held = HeldProgress()
+    held.advance(1, 10)
+    held.advance(3, 10)
+    assert seen == []
+    held.show(lambda done, total: seen.append((done, total)))
+    held.advance(4, 10)
+    assert seen == [(3, 10), (4, 10)]
+    quiet = HeldProgress()  # --quiet: no progress at all
+    quiet.advance(1, 2)
+    quiet.show(None)
+    quiet.advance(2, 2)
+
+
+def test_the_hand_over_is_told_however_the_lineage_ends(mini_target: Path) -> None:
+    """The end of a build waits until the workers have the models (Prestarted.dispatched);
+    a run's lineage that ends without handing them over (nothing to analyse here) still says
+    so, so that nothing waits for a hand-over that never comes."""
+    import os
+
+    from dbt_oml.config import load_settings
+    from dbt_oml.lineage.workers import Prestarted
+    from dbt_oml.pipeline.lineage import ProjectPlace, lineage_feed
+    from dbt_oml.pipeline.report import Report
+
+    settings = load_settings(
+        cli={"column_lineage": False}, environ=os.environ, cwd=mini_target, home=mini_target
+    )
+    started = Prestarted(2)  # never started: no worker to hand anything to
+    place = ProjectPlace(
+        project_root=mini_target, target_path=mini_target, dialect="duckdb", default_catalog=None
+    )
+    feed = lineage_feed(
+        settings,
+        read_artifacts(mini_target),
+        place=place,
+        report=Report(),
+        progress=None,
+        guard=False,
+        started=started,
+    )
+    assert feed.result() == {}
+    assert started.dispatched.is_set()
