@@ -276,6 +276,22 @@ def run_plain_dbt(
     return _run("dbt", args, cwd, clean_env(env), timeout)
 
 
+def run_script(
+    script: str, args: Sequence[str], *, cwd: Path, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Python source `script` with `args` in an interpreter of its own (dbt keeps global state
+    per process), in `cwd` and the environment run_cli gives; output captured, exit not checked."""
+    return subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=cwd,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def copy_project(dest: Path, *, parsed: bool = True) -> Path:
     """A fresh copy of the bundled project at `dest`: no warehouse, artifacts, logs or outbox.
 

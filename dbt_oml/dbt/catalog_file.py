@@ -154,10 +154,9 @@ def catalog_of_rows(
     tables: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[str, Any]]] = {}
     try:
         for row in rows:
-            database = row["table_database"]
-            spelled = (None if database is None else str(database), *_named(row))
+            database, schema, name = row["table_database"], row["table_schema"], row["table_name"]
+            spelled = (None if database is None else str(database), str(schema), str(name))
             if (table := tables.get(spelled)) is None:
-                schema, name = row["table_schema"], row["table_name"]
                 key = (None if database is None else database.lower(), schema.lower(), name.lower())
                 table = tables[spelled] = (key, {})
             column = {
@@ -182,10 +181,6 @@ def catalog_of_rows(
         generated_at=generated_at, nodes={}, sources={}, compile_results=None, errors=None
     ).to_dict(omit_none=False, context={"artifact": True})["metadata"]
     return catalog_from_document({"metadata": metadata, "nodes": nodes, "sources": sources}, path)
-
-
-def _named(row: Mapping[str, Any]) -> tuple[str, str]:
-    return str(row["table_schema"]), str(row["table_name"])
 
 
 def catalog_rows(

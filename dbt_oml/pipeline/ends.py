@@ -97,7 +97,7 @@ def start_early(live: LiveRun, catalog: Catalog) -> EarlyLineage | None:
     invocation. Returns once the workers have the models (or the lineage has ended), so that
     they start before the rest of the catalog's work; None: nothing started, the end of the
     run starts the lineage as it would have (`terminal_events`)."""
-    ctx, builder, delivery = live.wired()
+    ctx, _, _ = live.wired()
     started = live.started
     if started is None or not started.running or not wrote_run_results(ctx):
         return None
@@ -106,17 +106,7 @@ def start_early(live: LiveRun, catalog: Catalog) -> EarlyLineage | None:
     except DbtOmlError:
         return None  # read again after dbt, where what is wrong is reported
     held = HeldProgress()
-    feed = lineage_feed(
-        live.settings,
-        artifacts,
-        place=place_of(ctx),
-        report=live.report,
-        progress=held.advance,
-        extra=catalog_lookup(delivery.emitter, builder),
-        known=live.node_lineage,
-        guard=reaches_openmetadata(delivery.emitter),
-        started=started,
-    )
+    feed = _lineage(live, artifacts, held.advance)
     started.dispatched.wait(STARTUP)
     logger.debug("column lineage: started on the catalog's rows, before catalog.json is written")
     return EarlyLineage(feed=feed, artifacts=artifacts, progress=held)
@@ -135,25 +125,16 @@ def terminal_events(
 
     On a cold pod the models are analysed by the lineage workers while the events of the ones
     analysed first are built and sent (pipeline.feed), as `dbt-oml emit` does."""
-    settings, report = live.settings, live.report
-    ctx, builder, delivery = live.wired()
+    report = live.report
+    _, builder, delivery = live.wired()
     guard = reaches_openmetadata(delivery.emitter)
     phase(progress, f"column lineage and events to {report.destination or 'the transport'}")
+    advance = progress.advance if progress is not None else None
     if live.early is not None:
         lineage = live.early.feed
-        live.early.progress.show(progress.advance if progress is not None else None)
+        live.early.progress.show(advance)
     else:
-        lineage = lineage_feed(
-            settings,
-            artifacts,
-            place=place_of(ctx),
-            report=report,
-            progress=progress.advance if progress is not None else None,
-            extra=catalog_lookup(delivery.emitter, builder),
-            known=live.node_lineage,
-            guard=guard,
-            started=live.started,
-        )
+        lineage = _lineage(live, artifacts, advance)
     if guard:
         lineage.decided()  # the run-level guard is known before anything is sent
     events = iter_events(
@@ -178,6 +159,24 @@ def terminal_events(
         if last is not None:
             _send_terminal(live, last)
     lineage.result()
+
+
+def _lineage(
+    live: LiveRun, artifacts: RunArtifacts, progress: Callable[[int, int], None] | None
+) -> LineageFeed:
+    """The run's column lineage as it comes (pipeline.lineage.lineage_feed), in its workers."""
+    ctx, builder, delivery = live.wired()
+    return lineage_feed(
+        live.settings,
+        artifacts,
+        place=place_of(ctx),
+        report=live.report,
+        progress=progress,
+        extra=catalog_lookup(delivery.emitter, builder),
+        known=live.node_lineage,
+        guard=reaches_openmetadata(delivery.emitter),
+        started=live.started,
+    )
 
 
 def place_of(ctx: DbtContext) -> ProjectPlace:

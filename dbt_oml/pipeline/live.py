@@ -280,7 +280,7 @@ def build(
         error = invocation.error
         artifacts = None
         try:
-            if ctx.command in BUILD_COMMANDS and wrote_run_results(ctx):
+            if ctx.command in BUILD_COMMANDS and (live.early is not None or wrote_run_results(ctx)):
                 write_node_starts(ctx, invocation.node_starts)
                 artifacts = _artifacts(live, ctx, progress)
         except DbtOmlError as e:

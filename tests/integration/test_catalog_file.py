@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import CliRun, clean_env, copy_of_built, run_cli, run_plain_dbt
+from tests.conftest import CliRun, copy_of_built, run_cli, run_plain_dbt, run_script
 
 pytestmark = pytest.mark.integration
 
@@ -93,15 +92,7 @@ def test_a_partial_build_still_runs_docs_generate_with_the_builds_parse(
 def _run_at_end(script: str, project: Path) -> subprocess.CompletedProcess[str]:
     """`script` (a dbt run of stg_orders whose end it inspects) in its own process: dbt keeps
     global state per process, and the adapter it leaves is what the script reads."""
-    proc = subprocess.run(
-        [sys.executable, "-c", script, "run", "--profiles-dir", ".", "-s", "stg_orders"],
-        cwd=project,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = run_script(script, ["run", "--profiles-dir", ".", "-s", "stg_orders"], cwd=project)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import CliRun, clean_env, read_events, run_cli
+from tests.conftest import CliRun, read_events, run_cli, run_script
 
 pytestmark = pytest.mark.integration
 #: Enough models for the lineage workers (lineage.batch.PARALLEL_THRESHOLD is 200).
@@ -140,15 +138,7 @@ def test_a_catalog_that_fails_after_the_lineage_started_comes_from_docs_generate
     workers made is still every model's, as a fresh analysis of that file gives it."""
     project = _project(tmp_path / "early")
     args = ["build", "--profiles-dir", ".", "--oml-log-level", "DEBUG"]
-    proc = subprocess.run(
-        [sys.executable, "-c", _OBJECTS_FAIL_ONCE, *args],
-        cwd=project,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    proc = run_script(_OBJECTS_FAIL_ONCE, args, cwd=project, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "column lineage: started on the catalog's rows" in proc.stderr
     assert "catalog.json by dbt docs generate: RuntimeError" in proc.stderr
